@@ -1,0 +1,376 @@
+"""Rows → typed segments (`text`, `image`, `table`) with deterministic content-hash ids.
+
+Text is grouped per section and bounded by a token limit (split at paragraph, then sentence,
+then word boundaries); tables and images are never split and become their own segments,
+referenced from the text flow by an `embeds` connection at the marker's character span.
+Markers are planned as edits over the plain text and applied in reverse order (`textedit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from corpus_pipeline.contracts import (
+    Chunk,
+    ChunkMetadata,
+    ChunkType,
+    ConnectTo,
+    LinkSpan,
+    Occurrence,
+    ParsedRow,
+    Relation,
+    ResourceEntry,
+    RowType,
+)
+from corpus_pipeline.enrich.text import keywords, split_sentences
+from corpus_pipeline.enrich.tokens import count_tokens
+from corpus_pipeline.ids import chunk_id_for
+from corpus_pipeline.textedit import Edit, apply_edits, shift_offset
+
+PARAGRAPH_SEPARATOR = "\n\n"
+_BODY_TYPES = {RowType.PARAGRAPH, RowType.LIST_ITEM, RowType.TOC, RowType.CAPTION}
+
+
+@dataclass(frozen=True)
+class ChunkingOptions:
+    max_tokens: int = 400
+    keywords_per_chunk: int = 8
+    language: str | None = None
+    summarize: Callable[[str], str] = lambda text: text[:200]
+
+
+@dataclass
+class _TextPiece:
+    text: str
+    pages: list[int]
+    links: list[LinkSpan] = field(default_factory=list)
+    tokens: int = 0
+
+
+@dataclass
+class _EmbedPiece:
+    chunk_id: str
+    file_path: str
+    kind: str
+    pages: list[int]
+
+
+_Piece = _TextPiece | _EmbedPiece
+
+
+@dataclass
+class _Draft:
+    """A segment before per-document dedupe."""
+
+    chunk_type: ChunkType
+    content: str
+    hash_text: str
+    path: list[str]
+    pages: list[int]
+    file_path: str | None = None
+    connect_to: list[ConnectTo] = field(default_factory=list)
+    caption: str | None = None
+
+
+@dataclass
+class ChunkingResult:
+    chunks: list[Chunk]
+    resources: list[ResourceEntry]
+
+
+def marker_for(kind: str, file_path: str) -> str:
+    """The visible reference to an embedded resource inside text content."""
+    return f"[{kind}: {file_path}]"
+
+
+def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingResult:
+    """Segment rows (with hierarchy paths assigned) into chunks and resource entries."""
+    captions, consumed = _attach_captions(rows)
+    drafts: list[_Draft] = []
+    resources: list[tuple[ParsedRow, _Draft]] = []
+    buffer: list[_Piece] = []
+    path: list[str] = []
+
+    def flush() -> None:
+        drafts.extend(_text_drafts(buffer, path, options))
+        buffer.clear()
+
+    for row in rows:
+        if row.row_type is RowType.HEADING or row.hierarchy_path != path:
+            flush()
+            path = list(row.hierarchy_path)
+        if row.row_type in (RowType.TABLE, RowType.IMAGE):
+            draft = _resource_draft(row, captions.get(row.order))
+            drafts.append(draft)
+            resources.append((row, draft))
+            buffer.append(
+                _EmbedPiece(chunk_id_for(draft.hash_text), draft.file_path or "", draft.chunk_type.value, row.page_numbers)
+            )
+        elif row.row_type in _BODY_TYPES and row.order not in consumed and row.text.strip():
+            buffer.append(_text_piece(row))
+    flush()
+    chunks = _dedupe(drafts, options)
+    return ChunkingResult(chunks=chunks, resources=_resource_entries(resources))
+
+
+def _text_piece(row: ParsedRow) -> _TextPiece:
+    """A body row as text; list items get a bullet so lists stay readable in content."""
+    prefix = "- " if row.row_type is RowType.LIST_ITEM else ""
+    text = (prefix + row.text).rstrip()
+    links = [
+        LinkSpan(start=lk.start + len(prefix), end=min(lk.end + len(prefix), len(text)), target=lk.target)
+        for lk in row.links
+        if lk.start + len(prefix) < len(text)
+    ]
+    return _TextPiece(text, list(row.page_numbers), links, count_tokens(text))
+
+
+def _attach_captions(rows: list[ParsedRow]) -> tuple[dict[int, str], set[int]]:
+    """Caption text for table/image rows from an adjacent caption row in the same section,
+    and the caption rows so consumed (they are not repeated in the text flow)."""
+    out: dict[int, str] = {}
+    used: set[int] = set()
+    for i, row in enumerate(rows):
+        if row.row_type not in (RowType.TABLE, RowType.IMAGE):
+            continue
+        for j in (i + 1, i - 1):
+            if 0 <= j < len(rows):
+                cand = rows[j]
+                if (
+                    cand.row_type is RowType.CAPTION
+                    and cand.order not in used
+                    and cand.hierarchy_path == row.hierarchy_path
+                    and cand.text.strip()
+                ):
+                    out[row.order] = " ".join(cand.text.split())
+                    used.add(cand.order)
+                    break
+    return out, used
+
+
+def _resource_draft(row: ParsedRow, caption: str | None) -> _Draft:
+    kind = ChunkType.TABLE if row.row_type is RowType.TABLE else ChunkType.IMAGE
+    text = row.text.strip()
+    if caption and caption not in text:
+        text = f"{caption}\n{text}".strip()
+    if not text and row.resource_path:
+        # An image with neither alt text nor caption: its perceptual hash is its content.
+        text = f"Image {PurePosixPath(row.resource_path).stem}"
+    return _Draft(
+        chunk_type=kind,
+        content=text,
+        hash_text=text,
+        path=list(row.hierarchy_path),
+        pages=list(row.page_numbers),
+        file_path=row.resource_path,
+        caption=caption,
+    )
+
+
+def _text_drafts(pieces: list[_Piece], path: list[str], options: ChunkingOptions) -> list[_Draft]:
+    drafts: list[_Draft] = []
+    for group in _pack(_split_long(pieces, options), options.max_tokens):
+        draft = _assemble(group, path)
+        if draft is not None:
+            drafts.append(draft)
+    return drafts
+
+
+def _split_long(pieces: list[_Piece], options: ChunkingOptions) -> list[_Piece]:
+    """Split text pieces over the limit at sentence, then word boundaries."""
+    out: list[_Piece] = []
+    for piece in pieces:
+        if isinstance(piece, _EmbedPiece) or piece.tokens <= options.max_tokens:
+            out.append(piece)
+            continue
+        parts = _bounded_parts(piece.text, options)
+        offset = 0
+        for part in parts:
+            start = piece.text.index(part, offset)
+            end = start + len(part)
+            offset = end
+            links = [
+                LinkSpan(start=lk.start - start, end=lk.end - start, target=lk.target)
+                for lk in piece.links
+                if lk.start >= start and lk.end <= end
+            ]
+            out.append(_TextPiece(part, piece.pages, links, count_tokens(part)))
+    return out
+
+
+def _bounded_parts(text: str, options: ChunkingOptions) -> list[str]:
+    parts: list[str] = []
+    current = ""
+    for sentence in split_sentences(text, options.language):
+        sentence = sentence.strip()
+        if count_tokens(sentence) > options.max_tokens:
+            if current:
+                parts.append(current)
+                current = ""
+            parts.extend(_word_windows(sentence, options.max_tokens))
+            continue
+        candidate = f"{current} {sentence}".strip()
+        if current and count_tokens(candidate) > options.max_tokens:
+            parts.append(current)
+            current = sentence
+        else:
+            current = candidate
+    if current:
+        parts.append(current)
+    return [p for p in parts if p]
+
+
+def _word_windows(sentence: str, max_tokens: int) -> list[str]:
+    windows: list[str] = []
+    words: list[str] = []
+    used = 0
+    for word in sentence.split(" "):
+        cost = count_tokens(word + " ")
+        if words and used + cost > max_tokens:
+            windows.append(" ".join(words))
+            words, used = [], 0
+        words.append(word)
+        used += cost
+    if words:
+        windows.append(" ".join(words))
+    return windows
+
+
+def _pack(pieces: list[_Piece], max_tokens: int) -> list[list[_Piece]]:
+    """Greedy packing of consecutive pieces under the token limit (embeds cost ~10 tokens)."""
+    groups: list[list[_Piece]] = []
+    current: list[_Piece] = []
+    used = 0
+    for piece in pieces:
+        cost = piece.tokens if isinstance(piece, _TextPiece) else 10
+        if current and used + cost > max_tokens and any(isinstance(p, _TextPiece) for p in current):
+            groups.append(current)
+            current, used = [], 0
+        current.append(piece)
+        used += cost
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _assemble(group: list[_Piece], path: list[str]) -> _Draft | None:
+    """Join text pieces; plan one insertion per embed, then apply them in reverse order."""
+    texts: list[str] = []
+    links: list[tuple[int, LinkSpan]] = []
+    anchors: list[tuple[int, _EmbedPiece]] = []
+    pages: set[int] = set()
+    length = 0
+    for piece in group:
+        pages.update(piece.pages)
+        if isinstance(piece, _EmbedPiece):
+            anchors.append((length, piece))
+            continue
+        if texts:
+            length += len(PARAGRAPH_SEPARATOR)
+        links.extend((length, lk) for lk in piece.links)
+        texts.append(piece.text)
+        length += len(piece.text)
+    base = PARAGRAPH_SEPARATOR.join(texts)
+    if not base.strip():
+        return None
+    edits: list[Edit] = []
+    marker_offsets: list[int] = []
+    for anchor, embed in anchors:
+        # Anchors sit at the end of a paragraph: the marker becomes its own paragraph.
+        marker = marker_for(embed.kind, embed.file_path)
+        before, after = (PARAGRAPH_SEPARATOR, "") if anchor > 0 else ("", PARAGRAPH_SEPARATOR)
+        edits.append(Edit(anchor, anchor, before + marker + after))
+        marker_offsets.append(len(before))
+    content, spans = apply_edits(base, edits)
+    connect: list[ConnectTo] = []
+    for (_, embed), (start, _end), lead in zip(anchors, spans, marker_offsets, strict=True):
+        marker = marker_for(embed.kind, embed.file_path)
+        connect.append(
+            ConnectTo(
+                target=embed.chunk_id,
+                relation=Relation.EMBEDS,
+                ref=embed.file_path,
+                position=(start + lead, start + lead + len(marker)),
+            )
+        )
+    for base_offset, link in links:
+        start = shift_offset(base_offset + link.start, edits)
+        end = start + (link.end - link.start)
+        connect.append(
+            ConnectTo(target=link.target, relation=Relation.RELATED, ref=content[start:end], position=(start, end))
+        )
+    connect.sort(key=lambda c: (c.position, c.relation.value, c.target))
+    return _Draft(
+        chunk_type=ChunkType.TEXT,
+        content=content,
+        hash_text=base,
+        path=path,
+        pages=sorted(pages),
+        connect_to=connect,
+    )
+
+
+def _dedupe(drafts: list[_Draft], options: ChunkingOptions) -> list[Chunk]:
+    """One chunk per content hash; later identical drafts become extra occurrences."""
+    by_id: dict[str, tuple[_Draft, list[Occurrence], int]] = {}
+    for order, draft in enumerate(drafts):
+        cid = chunk_id_for(draft.hash_text)
+        occurrence = Occurrence(hierarchy_path=draft.path, order=order, page_nums=draft.pages)
+        if cid in by_id:
+            by_id[cid][1].append(occurrence)
+        else:
+            by_id[cid] = (draft, [occurrence], order)
+    chunks: list[Chunk] = []
+    for cid, (draft, occurrences, order) in by_id.items():
+        pages = sorted({p for occ in occurrences for p in occ.page_nums})
+        summary = draft.caption or ""
+        if draft.chunk_type is ChunkType.TEXT:
+            summary = options.summarize(draft.hash_text)
+        elif not summary:
+            summary = draft.content.split("\n", 1)[0][:200]
+        metadata = ChunkMetadata(
+            length=len(draft.content),
+            summary=summary,
+            page_nums=pages,
+            tokens=count_tokens(draft.content),
+            keywords=keywords(draft.hash_text, options.keywords_per_chunk, options.language),
+            file_path=draft.file_path,
+            order=order,
+            connect_to=draft.connect_to,
+        )
+        chunks.append(
+            Chunk(
+                chunk_id=cid,
+                chunk_type=draft.chunk_type,
+                content=draft.content,
+                hierarchy_path=draft.path,
+                metadata=metadata,
+                occurrences=occurrences,
+            )
+        )
+    return chunks
+
+
+def _resource_entries(resources: list[tuple[ParsedRow, _Draft]]) -> list[ResourceEntry]:
+    entries: list[ResourceEntry] = []
+    images = 0
+    for row, draft in resources:
+        if draft.chunk_type is ChunkType.TABLE:
+            resource_id = PurePosixPath(draft.file_path or "table").stem
+        else:
+            images += 1
+            resource_id = f"image-{images:04d}"
+        entries.append(
+            ResourceEntry(
+                resource_id=resource_id,
+                kind="table" if draft.chunk_type is ChunkType.TABLE else "image",
+                file_path=draft.file_path or "",
+                chunk_id=chunk_id_for(draft.hash_text),
+                caption=draft.caption,
+                section_path=list(row.hierarchy_path),
+                page_nums=list(row.page_numbers),
+            )
+        )
+    return entries

@@ -1,0 +1,187 @@
+"""The `corpus` command: ingest, inspect, debug."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.tree import Tree
+
+from corpus_pipeline.contracts import DocNav, Manifest, SectionNode
+from corpus_pipeline.errors import CorpusError
+from corpus_pipeline.settings import CorpusSettings, load_settings
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True)
+
+
+def _settings(namespace: str | None = None) -> CorpusSettings:
+    try:
+        return load_settings(**({"namespace": namespace} if namespace else {}))
+    except ValueError as exc:
+        raise click.UsageError(f"invalid setting: {exc}") from exc
+
+
+@click.group()
+def main() -> None:
+    """corpus: turn documents into a searchable, cited corpus."""
+    # Dagster flags preview APIs (partitioned asset checks) on every load; not for end users.
+    warnings.filterwarnings("ignore", module=r"dagster\..*")
+
+
+@main.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--namespace", "-n", default=None, help="Namespace of the documents (default CORPUS_NAMESPACE).")
+@click.option("--organizational-unit", default=None, help="Free-text owner unit, kept as a filterable field.")
+@click.option("--json", "as_json", is_flag=True, help="Print the per-file summary as JSON.")
+def ingest_command(paths: tuple[Path, ...], namespace: str | None, organizational_unit: str | None, as_json: bool) -> None:
+    """Store, parse and chunk files or folders; prints one line per file."""
+    from corpus_pipeline.ingest import collect_files, ingest
+
+    settings = _settings(namespace)
+    try:
+        total = len(collect_files(paths))
+    except CorpusError as exc:
+        raise click.UsageError(str(exc)) from exc
+    progress = Progress(
+        TextColumn("[bold]ingest"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err_console,
+        transient=True,
+        disable=as_json or total < 2,
+    )
+    with progress:
+        task = progress.add_task("", total=total)
+        results = ingest(
+            paths,
+            settings,
+            namespace,
+            organizational_unit,
+            on_progress=lambda r: progress.update(task, advance=1, description=r.source_file_name),
+        )
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "source_file_name": r.source_file_name,
+                        "document_id": r.document_id,
+                        "status": r.status,
+                        "chunks": r.counts,
+                        "error": r.error,
+                        "seconds": round(r.seconds, 3),
+                    }
+                    for r in results
+                ],
+                indent=2,
+            )
+        )
+    else:
+        for r in results:
+            if r.status == "ok":
+                counts = " ".join(f"{k}={r.counts.get(k, 0)}" for k in ("text", "table", "image", "sections"))
+                console.print(f"[green]ok[/]     {r.document_id}  {r.source_file_name}  {counts}  ({r.seconds:.1f}s)")
+            else:
+                console.print(f"[red]failed[/] {r.document_id or '-'}  {r.source_file_name}  {r.error}")
+        ok = sum(r.status == "ok" for r in results)
+        console.print(f"{ok}/{len(results)} documents in namespace '{namespace or settings.namespace}'")
+        console.print(f"artifacts: {settings.artifacts_dir}")
+    if any(r.status != "ok" for r in results):
+        sys.exit(1)
+
+
+def _section_tree(parent: Tree, sections: list[SectionNode]) -> None:
+    for s in sections:
+        branch = parent.add(f"[bold]{s.title}[/] [dim](level {s.level}, {s.chunk_count} chunks)[/]")
+        _section_tree(branch, s.children)
+
+
+@main.command("inspect")
+@click.argument("document_id")
+def inspect_command(document_id: str) -> None:
+    """Print a document's section tree and chunk counts from its artifacts."""
+    settings = _settings()
+    directory = settings.artifacts_dir / document_id
+    if not (directory / "manifest.json").is_file():
+        raise click.UsageError(f"document_id: no artifacts for '{document_id}' under {settings.artifacts_dir}")
+    manifest = Manifest.model_validate_json((directory / "manifest.json").read_text(encoding="utf-8"))
+    nav = DocNav.model_validate_json((directory / "doc_nav.json").read_text(encoding="utf-8"))
+    stats = manifest.statistics
+    tree = Tree(f"[bold]{nav.title}[/] [dim]({manifest.source_file_name}, {nav.root_chunk_count} chunks before the first heading)[/]")
+    _section_tree(tree, nav.sections)
+    console.print(tree)
+    console.print(
+        f"chunks: {stats.chunks} (text {stats.text_chunks}, table {stats.table_chunks}, image {stats.image_chunks}); "
+        f"sections {stats.sections}; tokens {stats.tokens}; resources {len(nav.resources)}"
+    )
+    console.print(f"directory: {directory}")
+
+
+@main.command("debug")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--stop-at", type=click.Choice(["profile", "parse", "hierarchy", "chunks"]), default="chunks", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
+    """Run one file through the pipeline functions in-process (no Dagster) up to a stage."""
+    from corpus_pipeline import pipeline
+    from corpus_pipeline.hierarchy import assign_hierarchy, heading_tree
+
+    settings = _settings()
+    try:
+        profile = pipeline.run_profile(file, file.name)
+        if stop_at == "profile":
+            click.echo(profile.model_dump_json(indent=2))
+            return
+        with tempfile.TemporaryDirectory(prefix="corpus-debug-") as tmp:
+            ctx = pipeline.parse_rows(file, file.name, profile, Path(tmp))
+            rows = ctx.rows if stop_at == "parse" else assign_hierarchy(ctx.rows)
+            if stop_at in ("parse", "hierarchy") and as_json:
+                payload: object = [r.model_dump(mode="json") for r in rows]
+                if stop_at == "hierarchy":
+                    payload = [h.model_dump(mode="json") for h in heading_tree(rows)]
+                click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+                return
+            if stop_at == "parse":
+                table = Table(title=f"{len(rows)} rows ({profile.routing.strategy})")
+                for col in ("order", "type", "level", "text", "resource", "location"):
+                    table.add_column(col, overflow="fold")
+                for r in rows:
+                    table.add_row(str(r.order), r.row_type.value, str(r.heading_level or ""),
+                                  r.text[:100], r.resource_path or "", r.source_location)
+                console.print(table)
+            elif stop_at == "hierarchy":
+                tree = Tree(f"[bold]{file.name}[/]")
+                stack: list[tuple[int, Tree]] = []
+                for h in (r for r in rows if r.heading_level):
+                    while stack and stack[-1][0] >= (h.heading_level or 0):
+                        stack.pop()
+                    node = (stack[-1][1] if stack else tree).add(f"{h.text} [dim](level {h.heading_level}, row {h.order})[/]")
+                    stack.append((h.heading_level or 0, node))
+                console.print(tree)
+            else:
+                result, _ = pipeline.chunk_document(rows, profile, settings)
+                if as_json:
+                    click.echo(json.dumps([c.model_dump(mode="json") for c in result.chunks], indent=2, ensure_ascii=False))
+                    return
+                table = Table(title=f"{len(result.chunks)} chunks")
+                for col in ("chunk_id", "type", "tokens", "path", "content"):
+                    table.add_column(col, overflow="fold")
+                for c in result.chunks:
+                    table.add_row(c.chunk_id[:12], c.chunk_type.value, str(c.metadata.tokens),
+                                  " > ".join(c.hierarchy_path), c.content[:120].replace("\n", " "))
+                console.print(table)
+            for d in ctx.diagnostics.items:
+                err_console.print(f"[yellow]{d.stage}/{d.code}[/]: {d.message}")
+    except CorpusError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        sys.exit(2)

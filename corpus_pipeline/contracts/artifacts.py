@@ -1,0 +1,193 @@
+"""The fixed on-disk format of one document: chunks.json, doc_nav.json, manifest.json,
+headings.json and diagnostics.json. JSON Schemas generated from these models are checked in
+under `corpus_pipeline/contracts/schemas/` and a test fails when they drift.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from corpus_pipeline.contracts.profile import DocumentProfile
+
+SCHEMA_VERSION = "1.0"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class ChunkType(StrEnum):
+    """The three segment types; nothing else is ever emitted."""
+
+    TEXT = "text"
+    IMAGE = "image"
+    TABLE = "table"
+
+
+class Relation(StrEnum):
+    """`embeds`: the resource sits at `position` in the content; `related`: a plain link."""
+
+    EMBEDS = "embeds"
+    RELATED = "related"
+
+
+class ConnectTo(_Model):
+    """A connection from a chunk to a resource chunk or an external target."""
+
+    target: str = Field(description="chunk_id of an embedded resource, or the link target.")
+    relation: Relation
+    ref: str = Field(description="Resource file path for `embeds`; link text for `related`.")
+    position: tuple[int, int] = Field(description="[start, end) character span of the reference in content.")
+
+
+class Occurrence(_Model):
+    """One place where a chunk's content occurs in the document."""
+
+    hierarchy_path: list[str]
+    order: int = Field(ge=0, description="Position of the chunk in document order.")
+    page_nums: list[int] = Field(default_factory=list)
+
+
+class ChunkMetadata(_Model):
+    length: int = Field(ge=0, description="Characters in `content`.")
+    summary: str
+    page_nums: list[int] = Field(description="1-based page numbers; empty for flow formats.")
+    tokens: int = Field(ge=0, description="Tokens of `content` (o200k_base).")
+    keywords: list[str]
+    file_path: str | None = Field(default=None, description="tables/*.html or images/* for resources.")
+    order: int = Field(ge=0, description="Position of the first occurrence in document order.")
+    connect_to: list[ConnectTo] = Field(default_factory=list)
+
+
+class Chunk(_Model):
+    """A typed segment. `chunk_id` hashes only the normalised text content (no references)."""
+
+    chunk_id: str = Field(pattern=r"^c[0-9a-f]{32}$")
+    chunk_type: ChunkType
+    content: str
+    hierarchy_path: list[str] = Field(description="Heading titles from the document root.")
+    metadata: ChunkMetadata
+    occurrences: list[Occurrence] = Field(
+        min_length=1, description="Every place this content occurs (identical text keeps one id)."
+    )
+
+
+class ChunksFile(_Model):
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    document_id: str
+    chunks: list[Chunk]
+
+
+class SectionNode(_Model):
+    title: str
+    path: list[str]
+    level: int = Field(ge=1)
+    summary: str
+    chunk_count: int = Field(ge=0, description="Chunks directly in this section (not descendants).")
+    children: list[SectionNode] = Field(default_factory=list)
+
+
+class ResourceEntry(_Model):
+    resource_id: str = Field(description="Position-unique id, e.g. table-0001 or image-0003.")
+    kind: Literal["table", "image"]
+    file_path: str
+    chunk_id: str
+    caption: str | None = None
+    section_path: list[str]
+    page_nums: list[int] = Field(default_factory=list)
+
+
+class DocNav(_Model):
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    document_id: str
+    title: str
+    root_chunk_count: int = Field(ge=0, description="Chunks before the first heading.")
+    sections: list[SectionNode]
+    resources: list[ResourceEntry]
+
+
+class HierarchyNode(_Model):
+    title: str
+    level: int = Field(ge=1)
+    children: list[HierarchyNode] = Field(default_factory=list)
+
+
+class HeadingNode(_Model):
+    """A heading as recovered, with where it came from; the full heading tree."""
+
+    title: str
+    level: int = Field(ge=1)
+    order: int = Field(ge=0, description="Row order of the heading in the parsed table.")
+    path: list[str]
+    page: int | None = None
+    source_location: str
+    children: list[HeadingNode] = Field(default_factory=list)
+
+
+class HeadingsFile(_Model):
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    document_id: str
+    headings: list[HeadingNode]
+
+
+class Diagnostic(_Model):
+    stage: Literal["ingest", "profile", "parse", "hierarchy", "chunks", "nav", "manifest"]
+    level: Literal["info", "warning", "error"]
+    code: str = Field(pattern=r"^[a-z0-9_.]+$")
+    message: str
+
+
+class DiagnosticsFile(_Model):
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    document_id: str
+    diagnostics: list[Diagnostic]
+
+
+class SourceInfo(_Model):
+    source_file_name: str
+    namespace: str
+    object_key: str = Field(description="Key in the object store (never a URL with credentials).")
+    archived_path: str = Field(description="Path of the archived copy inside the document directory.")
+    sha256: str
+    size_bytes: int
+    media_type: str
+    format: str
+    source_kind: str
+    organizational_unit: str | None = None
+    document_date: str | None = None
+
+
+class Statistics(_Model):
+    chunks: int
+    text_chunks: int
+    table_chunks: int
+    image_chunks: int
+    sections: int
+    headings: int
+    tables: int
+    images: int
+    image_files: int = Field(description="Distinct stored image files after perceptual dedupe.")
+    tokens: int
+    characters: int
+    rows: int
+    pages: int | None = None
+
+
+class Manifest(_Model):
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    document_id: str
+    namespace: str
+    source_file_name: str
+    title: str
+    source: SourceInfo
+    profile: DocumentProfile
+    parser: str = Field(description="Parser strategy that produced the rows.")
+    pipeline_version: str
+    timings: dict[str, float] = Field(description="Seconds per stage.")
+    statistics: Statistics
+    files: dict[str, str] = Field(description="Relative path → sha256 of every file in the directory.")
+    hierarchy: list[HierarchyNode] = Field(alias="HIERARCHY")
+    diagnostics_count: dict[str, int]

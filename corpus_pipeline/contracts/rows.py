@@ -1,0 +1,103 @@
+"""The parsed table: one uniform typed row contract that every parser emits.
+
+Rows are persisted as Parquet with the explicit Arrow schema below, so notebooks and later
+stages read the same columns whatever the source format was.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RowType(StrEnum):
+    """What a row is; the chunker decides segment types from this."""
+
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    LIST_ITEM = "list_item"
+    TABLE = "table"
+    IMAGE = "image"
+    CAPTION = "caption"
+    TOC = "toc"
+
+
+class LinkSpan(BaseModel):
+    """A non-embedded link inside a row's text (becomes a `related` connection)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: int = Field(ge=0, description="Character offset of the link text in `text`.")
+    end: int = Field(ge=0, description="End offset (exclusive).")
+    target: str = Field(description="The link target as written in the source (URL or anchor).")
+
+
+class ParsedRow(BaseModel):
+    """One block of a document in reading order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    order: int = Field(ge=0, description="0-based position in reading order.")
+    row_type: RowType
+    text: str = Field(description="Plain text; for tables a row-wise rendition, for images alt text.")
+    heading_level: int | None = Field(
+        default=None, ge=1, le=9, description="1 = top level; only for headings."
+    )
+    hierarchy_path: list[str] = Field(
+        default_factory=list, description="Heading titles from the document root to this row."
+    )
+    page_numbers: list[int] = Field(default_factory=list, description="1-based; empty for flow formats.")
+    resource_path: str | None = Field(
+        default=None, description="Job-local artifact path (tables/*.html, images/*) for tables and images."
+    )
+    source_location: str = Field(description="Where the row came from (element path or line range).")
+    links: list[LinkSpan] = Field(default_factory=list)
+
+
+PARSED_ROW_SCHEMA = pa.schema(
+    [
+        pa.field("order", pa.int32(), nullable=False),
+        pa.field("row_type", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("heading_level", pa.int8(), nullable=True),
+        pa.field("hierarchy_path", pa.list_(pa.string()), nullable=False),
+        pa.field("page_numbers", pa.list_(pa.int32()), nullable=False),
+        pa.field("resource_path", pa.string(), nullable=True),
+        pa.field("source_location", pa.string(), nullable=False),
+        pa.field(
+            "links",
+            pa.list_(
+                pa.struct(
+                    [
+                        pa.field("start", pa.int32(), nullable=False),
+                        pa.field("end", pa.int32(), nullable=False),
+                        pa.field("target", pa.string(), nullable=False),
+                    ]
+                )
+            ),
+            nullable=False,
+        ),
+    ]
+)
+
+
+def rows_to_table(rows: list[ParsedRow]) -> pa.Table:
+    """Rows → Arrow table with the contract schema (column order fixed)."""
+    columns: dict[str, list[object]] = {name: [] for name in PARSED_ROW_SCHEMA.names}
+    for row in rows:
+        data = row.model_dump(mode="json")
+        for name in PARSED_ROW_SCHEMA.names:
+            columns[name].append(data[name])
+    return pa.Table.from_pydict(columns, schema=PARSED_ROW_SCHEMA)
+
+
+def table_to_rows(table: pa.Table) -> list[ParsedRow]:
+    """Arrow table (as written by `rows_to_table`) → validated rows."""
+    if table.schema.names != PARSED_ROW_SCHEMA.names:
+        raise ValueError(
+            f"parsed table columns {table.schema.names} do not match the contract "
+            f"{PARSED_ROW_SCHEMA.names}"
+        )
+    return [ParsedRow.model_validate(record) for record in table.to_pylist()]

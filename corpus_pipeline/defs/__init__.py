@@ -1,0 +1,1 @@
+"""Dagster definitions, one module per stage or integration (pure logic lives outside)."""

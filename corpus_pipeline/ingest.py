@@ -1,0 +1,154 @@
+"""`corpus ingest`: store each file durably, register its partition, materialise its assets.
+
+Runs the Dagster assets in-process against the instance under `<CORPUS_HOME>/dagster`
+(SQLite by default), so the UI of `make dev` shows the same runs and partitions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dagster as dg
+
+from corpus_pipeline.contracts import Manifest, SourceKind
+from corpus_pipeline.defs.checks import (
+    chunks_honour_contract,
+    document_directory_honours_contract,
+    nav_honours_contract,
+)
+from corpus_pipeline.defs.documents import DOCUMENT_ASSETS
+from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION
+from corpus_pipeline.defs.resources import CorpusRootResource, ModelSettingsResource, ObjectStoreResource
+from corpus_pipeline.errors import InvalidInputError
+from corpus_pipeline.pipeline import document_dir
+from corpus_pipeline.settings import CorpusSettings
+from corpus_pipeline.storage import ObjectStore, SourceRegistry
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_DEFAULT_DAGSTER_YAML = "telemetry:\n  enabled: false\n"
+_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+@dataclass
+class IngestResult:
+    path: Path
+    source_file_name: str
+    document_id: str | None = None
+    status: str = "failed"
+    counts: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def collect_files(paths: Iterable[Path]) -> list[tuple[Path, str]]:
+    """Files named directly keep their base name; files found in a folder keep their path
+    relative to that folder (so two `README.md` in different subfolders stay distinct)."""
+    found: list[tuple[Path, str]] = []
+    for raw in paths:
+        path = raw.expanduser()
+        if path.is_file():
+            found.append((path, path.name))
+        elif path.is_dir():
+            for child in sorted(p for p in path.rglob("*") if p.is_file()):
+                rel = child.relative_to(path)
+                if not any(part.startswith(".") for part in rel.parts):
+                    found.append((child, rel.as_posix()))
+        else:
+            raise InvalidInputError("path", f"'{raw}' is neither a file nor a folder")
+    return found
+
+
+def dagster_instance(settings: CorpusSettings) -> dg.DagsterInstance:
+    """The persistent instance under <CORPUS_HOME>/dagster, seeded with the repo's dagster.yaml."""
+    home = settings.dagster_home
+    home.mkdir(parents=True, exist_ok=True)
+    target = home / "dagster.yaml"
+    if not target.exists():
+        source = REPO_ROOT / "dagster.yaml"
+        if source.exists():
+            shutil.copyfile(source, target)
+        else:
+            target.write_text(_DEFAULT_DAGSTER_YAML, encoding="utf-8")
+    return dg.DagsterInstance.from_config(str(home))
+
+
+def resources_for(settings: CorpusSettings) -> dict[str, object]:
+    return {
+        "corpus": CorpusRootResource(home=str(settings.home)),
+        "object_store": ObjectStoreResource(url=settings.object_store),
+        "models": ModelSettingsResource(),
+    }
+
+
+def _failure_message(result: dg.ExecuteInProcessResult) -> str:
+    for event in result.all_events:
+        if not event.is_step_failure:
+            continue
+        data = event.step_failure_data
+        if data.user_failure_data is not None and data.user_failure_data.description:
+            return data.user_failure_data.description
+        error_type = data.error.cls_name if data.error else "error"
+        return f"internal {error_type} in step {event.step_key} (see the Dagster run {result.run_id})"
+    return f"run {result.run_id} did not succeed"
+
+
+def ingest(
+    paths: Iterable[Path],
+    settings: CorpusSettings,
+    namespace: str | None = None,
+    organizational_unit: str | None = None,
+    on_progress: Callable[[IngestResult], None] | None = None,
+) -> list[IngestResult]:
+    ns = namespace or settings.namespace
+    files = collect_files(paths)
+    registry = SourceRegistry(ObjectStore(settings.object_store))
+    instance = dagster_instance(settings)
+    resources = resources_for(settings)
+    assets = [*DOCUMENT_ASSETS, chunks_honour_contract, nav_honours_contract, document_directory_honours_contract]
+    results: list[IngestResult] = []
+    for path, name in files:
+        started = time.perf_counter()
+        outcome = IngestResult(path=path, source_file_name=name)
+        try:
+            data = path.read_bytes()
+            if len(data) > settings.max_file_bytes:
+                raise InvalidInputError("file", f"{len(data)} bytes exceeds the limit of {settings.max_file_bytes}")
+            record = registry.register(data, name, ns, SourceKind.CLI, organizational_unit)
+            outcome.document_id = record.document_id
+            if not instance.has_dynamic_partition(DOCUMENTS_PARTITION, record.document_id):
+                instance.add_dynamic_partitions(DOCUMENTS_PARTITION, [record.document_id])
+            run = dg.materialize(
+                assets,
+                partition_key=record.document_id,
+                instance=instance,
+                resources=resources,
+                raise_on_error=False,
+                tags={"corpus/namespace": ns, "corpus/trigger": "cli"},
+                run_config=_QUIET,
+            )
+            if run.success:
+                manifest = Manifest.model_validate_json(
+                    (document_dir(settings, record.document_id) / "manifest.json").read_text(encoding="utf-8")
+                )
+                stats = manifest.statistics
+                outcome.status = "ok"
+                outcome.counts = {
+                    "text": stats.text_chunks,
+                    "table": stats.table_chunks,
+                    "image": stats.image_chunks,
+                    "sections": stats.sections,
+                }
+            else:
+                outcome.error = _failure_message(run)
+                shutil.rmtree(settings.work_dir / record.document_id, ignore_errors=True)
+        except (OSError, InvalidInputError) as exc:
+            outcome.error = str(exc) if isinstance(exc, InvalidInputError) else f"cannot read file: {exc.strerror}"
+        outcome.seconds = time.perf_counter() - started
+        results.append(outcome)
+        if on_progress is not None:
+            on_progress(outcome)
+    return results

@@ -1,0 +1,52 @@
+"""Routing: the parser strategy for a profiled file, and the one typed parse entry point."""
+
+from __future__ import annotations
+
+from corpus_pipeline.contracts import DocumentProfile, FileFormat, RoutingDecision
+from corpus_pipeline.errors import UnsupportedFormatError
+from corpus_pipeline.parsing.base import Parser
+
+_NOT_YET = {
+    FileFormat.PDF: "PDF parsing is not available yet",
+    FileFormat.PPTX: "PowerPoint parsing is not available yet",
+    FileFormat.XLSX: "spreadsheet parsing is not available yet",
+    FileFormat.XLS: "spreadsheet parsing is not available yet",
+    FileFormat.ODS: "spreadsheet parsing is not available yet",
+    FileFormat.IMAGE: "image OCR is not available yet",
+    FileFormat.SEGMENTS_JSON: "raw segment JSON import is not available yet",
+}
+
+
+def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
+    """Pick a strategy from the sniffed format and the profile's structural evidence."""
+    fmt = profile.format
+    if fmt is FileFormat.TEXT and (profile.heading_count or 0) >= 2:
+        return RoutingDecision(strategy="markdown", reason=f"{evidence}; Markdown headings found")
+    if fmt in (FileFormat.DOCX, FileFormat.HTML, FileFormat.MARKDOWN, FileFormat.TEXT):
+        return RoutingDecision(strategy=fmt.value, reason=evidence)
+    if fmt in _NOT_YET:
+        return RoutingDecision(strategy="unsupported", reason=f"{evidence}; {_NOT_YET[fmt]}")
+    return RoutingDecision(strategy="unsupported", reason=f"{evidence}; not a document format")
+
+
+def parser_for(profile: DocumentProfile) -> Parser:
+    """The strategy function for a profile, or an error that names the format."""
+    strategy = profile.routing.strategy
+    if strategy == "docx":
+        from corpus_pipeline.parsing.docx import parse_docx
+
+        return parse_docx
+    if strategy == "html":
+        from corpus_pipeline.parsing.html import parse_html
+
+        return parse_html
+    if strategy == "markdown":
+        from corpus_pipeline.parsing.markdown import parse_markdown
+
+        return parse_markdown
+    if strategy == "text":
+        from corpus_pipeline.parsing.text import parse_text
+
+        return parse_text
+    detail = profile.routing.reason
+    raise UnsupportedFormatError(profile.format.value, detail)

@@ -1,0 +1,118 @@
+"""Table grids with merged cells, rendered as deterministic HTML.
+
+Parsers (DOCX, HTML, Markdown, later PDF/XLSX) describe a table as anchored cells with spans;
+this module is the one place that turns that into `rowspan`/`colspan` HTML and a plain-text
+rendition for search.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TableCell:
+    """A cell anchored at its top-left grid position."""
+
+    row: int
+    col: int
+    text: str
+    rowspan: int = 1
+    colspan: int = 1
+    header: bool = False
+
+
+@dataclass
+class TableGrid:
+    """A logical grid: `cells` holds only anchor cells; spans cover the rest."""
+
+    cells: list[TableCell] = field(default_factory=list)
+    caption: str | None = None
+    header_rows: int = 0
+
+    @property
+    def num_rows(self) -> int:
+        return max((c.row + c.rowspan for c in self.cells), default=0)
+
+    @property
+    def num_cols(self) -> int:
+        return max((c.col + c.colspan for c in self.cells), default=0)
+
+    def rows(self) -> list[list[TableCell]]:
+        """Anchor cells grouped by row, left to right."""
+        out: list[list[TableCell]] = [[] for _ in range(self.num_rows)]
+        for cell in sorted(self.cells, key=lambda c: (c.row, c.col)):
+            out[cell.row].append(cell)
+        return out
+
+    def to_html(self) -> str:
+        """Deterministic HTML with <thead> for header rows and explicit spans."""
+        parts = ["<table>"]
+        if self.caption:
+            parts.append(f"<caption>{html.escape(self.caption)}</caption>")
+        rows = self.rows()
+        header_rows = min(self.header_rows, len(rows))
+        for section, start, end in (("thead", 0, header_rows), ("tbody", header_rows, len(rows))):
+            if start >= end:
+                continue
+            parts.append(f"<{section}>")
+            for row in rows[start:end]:
+                parts.append("<tr>")
+                for cell in row:
+                    tag = "th" if cell.header or section == "thead" else "td"
+                    attrs = ""
+                    if cell.rowspan > 1:
+                        attrs += f' rowspan="{cell.rowspan}"'
+                    if cell.colspan > 1:
+                        attrs += f' colspan="{cell.colspan}"'
+                    text = html.escape(cell.text).replace("\n", "<br>")
+                    parts.append(f"<{tag}{attrs}>{text}</{tag}>")
+                parts.append("</tr>")
+            parts.append(f"</{section}>")
+        parts.append("</table>")
+        return "".join(parts)
+
+    def to_text(self) -> str:
+        """Row-wise plain text (cells joined by ' | '), the searchable rendition."""
+        lines = []
+        if self.caption:
+            lines.append(self.caption)
+        for row in self.rows():
+            cells = [" ".join(c.text.split()) for c in row]
+            if any(cells):
+                lines.append(" | ".join(cells))
+        return "\n".join(lines)
+
+
+class GridBuilder:
+    """Places cells into a grid while honouring spans from rows above (HTML/DOCX semantics).
+
+    Use `add(row, text, rowspan, colspan)` in source order: the cell lands in the first free
+    column of that row, skipping columns occupied by earlier rowspans.
+    """
+
+    def __init__(self, max_rows: int | None = None) -> None:
+        self._occupied: set[tuple[int, int]] = set()
+        self._cells: list[TableCell] = []
+        self._max_rows = max_rows
+
+    def add(
+        self, row: int, text: str, rowspan: int = 1, colspan: int = 1, header: bool = False
+    ) -> TableCell:
+        rowspan = max(1, rowspan)
+        colspan = max(1, colspan)
+        if self._max_rows is not None:
+            rowspan = max(1, min(rowspan, self._max_rows - row))
+        col = 0
+        while (row, col) in self._occupied:
+            col += 1
+        cell = TableCell(row, col, text, rowspan, colspan, header)
+        for r in range(row, row + rowspan):
+            for c in range(col, col + colspan):
+                self._occupied.add((r, c))
+        self._cells.append(cell)
+        return cell
+
+    def build(self, caption: str | None = None, header_rows: int = 0) -> TableGrid:
+        return TableGrid(cells=list(self._cells), caption=caption, header_rows=header_rows)

@@ -1,0 +1,364 @@
+"""The pipeline's stages as plain functions (no Dagster): profile → parse (+ hierarchy) →
+chunks → nav → manifest + atomic commit of the document directory.
+
+Dagster assets, `corpus debug` and tests all call these, so a stage behaves the same
+everywhere. Each stage writes into its own job-local folder under `work/<document_id>/` and
+returns a small record with paths and counts; only `commit_document` touches the artifacts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict
+
+from corpus_pipeline.chunking import ChunkingOptions, ChunkingResult, build_chunks
+from corpus_pipeline.contracts import (
+    Chunk,
+    ChunksFile,
+    ChunkType,
+    Diagnostic,
+    DiagnosticsFile,
+    DocNav,
+    DocumentProfile,
+    HeadingsFile,
+    Manifest,
+    ParsedRow,
+    ResourceEntry,
+    RowType,
+    SourceInfo,
+    SourceRecord,
+    Statistics,
+)
+from corpus_pipeline.contracts.rows import rows_to_table, table_to_rows
+from corpus_pipeline.enrich.llm import LLMSummarizer, make_summarizer
+from corpus_pipeline.hierarchy import assign_hierarchy, compact_hierarchy, heading_tree
+from corpus_pipeline.nav import build_nav
+from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext
+from corpus_pipeline.parsing.router import parser_for
+from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.settings import CorpusSettings
+
+PIPELINE_VERSION = "0.1.0"
+STAGES = ("profile", "parse", "hierarchy", "chunks")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ParseOutput(_Record):
+    """What the parse stage left in its folder."""
+
+    stage_dir: str
+    rows_path: str
+    title: str
+    rows: int
+    headings: int
+    tables: int
+    images: int
+    image_files: int
+    diagnostics: list[Diagnostic]
+    seconds: float
+
+
+class ChunksOutput(_Record):
+    stage_dir: str
+    chunks_path: str
+    resources: list[ResourceEntry]
+    counts: dict[str, int]
+    diagnostics: list[Diagnostic]
+    seconds: float
+
+
+class NavOutput(_Record):
+    nav_path: str
+    sections: int
+    seconds: float
+
+
+def write_json(path: Path, model: BaseModel) -> None:
+    """Deterministic JSON: field order from the model, 2-space indent, UTF-8, final newline."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(model.model_dump_json(indent=2, by_alias=True) + "\n", encoding="utf-8")
+
+
+def fresh_dir(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def stage_dir(settings: CorpusSettings, document_id: str, stage: str) -> Path:
+    return settings.work_dir / document_id / stage
+
+
+def run_profile(source_path: Path, source_file_name: str) -> DocumentProfile:
+    return profile_file(source_path, source_file_name)
+
+
+def parse_rows(source_path: Path, source_file_name: str, profile: DocumentProfile, workdir: Path) -> ParseContext:
+    """Run the routed parser strategy; rows come back without hierarchy paths."""
+    parser = parser_for(profile)
+    ctx = ParseContext(
+        source_path=source_path, source_file_name=source_file_name, profile=profile, workdir=workdir
+    )
+    parser(ctx)
+    return ctx
+
+
+def run_parse(
+    document_id: str, source_path: Path, source_file_name: str, profile: DocumentProfile, out_dir: Path
+) -> ParseOutput:
+    """Parse, assign the heading hierarchy, and persist the parsed table and heading tree."""
+    started = time.perf_counter()
+    fresh_dir(out_dir)
+    ctx = parse_rows(source_path, source_file_name, profile, out_dir)
+    rows = assign_hierarchy(ctx.rows)
+    if not rows:
+        ctx.diagnostics.add("parse", "parse.empty", "the document has no extractable content")
+    pq.write_table(rows_to_table(rows), out_dir / "parsed.parquet", compression="zstd")
+    tree = heading_tree(rows)
+    write_json(out_dir / "headings.json", HeadingsFile(document_id=document_id, headings=tree))
+    headings = [r for r in rows if r.row_type is RowType.HEADING]
+    return ParseOutput(
+        stage_dir=str(out_dir),
+        rows_path=str(out_dir / "parsed.parquet"),
+        title=document_title(rows, source_file_name),
+        rows=len(rows),
+        headings=len(headings),
+        tables=sum(r.row_type is RowType.TABLE for r in rows),
+        images=sum(r.row_type is RowType.IMAGE for r in rows),
+        image_files=len(ctx.resources.stored_images),
+        diagnostics=ctx.diagnostics.items,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def document_title(rows: list[ParsedRow], source_file_name: str) -> str:
+    """The shallowest first heading, else the file name without extension."""
+    headings = [r for r in rows if r.row_type is RowType.HEADING and r.heading_level and r.text.strip()]
+    if headings:
+        top = min(r.heading_level or 9 for r in headings)
+        return next(" ".join(r.text.split()) for r in headings if r.heading_level == top)
+    return Path(source_file_name).stem
+
+
+def read_rows(rows_path: str | Path) -> list[ParsedRow]:
+    return table_to_rows(pq.read_table(rows_path))
+
+
+def chunk_document(
+    rows: list[ParsedRow], profile: DocumentProfile, settings: CorpusSettings
+) -> tuple[ChunkingResult, list[Diagnostic]]:
+    summarize = make_summarizer(settings, profile.language)
+    options = ChunkingOptions(
+        max_tokens=settings.chunk_max_tokens,
+        keywords_per_chunk=settings.keywords_per_chunk,
+        language=profile.language,
+        summarize=summarize,
+    )
+    result = build_chunks(rows, options)
+    sink = DiagnosticSink()
+    if isinstance(summarize, LLMSummarizer):
+        for message in sorted(set(summarize.errors)):
+            sink.add("chunks", "summary.fallback", message)
+    return result, sink.items
+
+
+def run_chunks(
+    document_id: str, parsed: ParseOutput, profile: DocumentProfile, settings: CorpusSettings, out_dir: Path
+) -> ChunksOutput:
+    started = time.perf_counter()
+    fresh_dir(out_dir)
+    result, diagnostics = chunk_document(read_rows(parsed.rows_path), profile, settings)
+    path = out_dir / "chunks.json"
+    write_json(path, ChunksFile(document_id=document_id, chunks=result.chunks))
+    counts = Counter(c.chunk_type.value for c in result.chunks)
+    return ChunksOutput(
+        stage_dir=str(out_dir),
+        chunks_path=str(path),
+        resources=result.resources,
+        counts={t.value: counts.get(t.value, 0) for t in ChunkType},
+        diagnostics=diagnostics,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def read_chunks(path: str | Path) -> ChunksFile:
+    return ChunksFile.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+
+def read_headings(stage: str | Path) -> HeadingsFile:
+    return HeadingsFile.model_validate_json((Path(stage) / "headings.json").read_text(encoding="utf-8"))
+
+
+def run_nav(
+    document_id: str,
+    parsed: ParseOutput,
+    chunks: ChunksOutput,
+    profile: DocumentProfile,
+    settings: CorpusSettings,
+    out_dir: Path,
+) -> NavOutput:
+    started = time.perf_counter()
+    fresh_dir(out_dir)
+    nav = build_nav(
+        document_id,
+        parsed.title,
+        read_headings(parsed.stage_dir).headings,
+        read_chunks(chunks.chunks_path).chunks,
+        chunks.resources,
+        make_summarizer(settings, profile.language),
+    )
+    path = out_dir / "doc_nav.json"
+    write_json(path, nav)
+    return NavOutput(nav_path=str(path), sections=_count_sections(nav), seconds=time.perf_counter() - started)
+
+
+def _count_sections(nav: DocNav) -> int:
+    def count(nodes: list[object]) -> int:
+        return sum(1 + count(list(n.children)) for n in nodes)  # type: ignore[attr-defined]
+
+    return count(list(nav.sections))
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def assemble_document(
+    record: SourceRecord,
+    source_path: Path,
+    profile: DocumentProfile,
+    parsed: ParseOutput,
+    chunks: ChunksOutput,
+    nav: NavOutput,
+    timings: dict[str, float],
+    staging: Path,
+) -> Manifest:
+    """Lay out the fixed directory format in `staging` and write its manifest last."""
+    fresh_dir(staging)
+    parse_dir = Path(parsed.stage_dir)
+    for sub in ("tables", "images"):
+        src = parse_dir / sub
+        if src.exists():
+            shutil.copytree(src, staging / sub)
+        else:
+            (staging / sub).mkdir()
+    shutil.copy2(parse_dir / "parsed.parquet", staging / "parsed.parquet")
+    shutil.copy2(parse_dir / "headings.json", staging / "headings.json")
+    shutil.copy2(chunks.chunks_path, staging / "chunks.json")
+    shutil.copy2(nav.nav_path, staging / "doc_nav.json")
+    archived = Path("source") / Path(record.source_file_name).name
+    (staging / "source").mkdir()
+    shutil.copy2(source_path, staging / archived)
+    diagnostics = [*parsed.diagnostics, *chunks.diagnostics]
+    write_json(staging / "diagnostics.json", DiagnosticsFile(document_id=record.document_id, diagnostics=diagnostics))
+    chunk_list: list[Chunk] = read_chunks(chunks.chunks_path).chunks
+    files = {
+        p.relative_to(staging).as_posix(): _sha256_file(p)
+        for p in sorted(staging.rglob("*"))
+        if p.is_file()
+    }
+    headings = read_headings(parse_dir).headings
+    manifest = Manifest(
+        document_id=record.document_id,
+        namespace=record.namespace,
+        source_file_name=record.source_file_name,
+        title=parsed.title,
+        source=SourceInfo(
+            source_file_name=record.source_file_name,
+            namespace=record.namespace,
+            object_key=record.object_key,
+            archived_path=archived.as_posix(),
+            sha256=record.sha256,
+            size_bytes=record.size_bytes,
+            media_type=profile.media_type,
+            format=profile.format.value,
+            source_kind=record.source_kind.value,
+            organizational_unit=record.organizational_unit,
+            document_date=record.document_date.isoformat() if record.document_date else None,
+        ),
+        profile=profile,
+        parser=profile.routing.strategy,
+        pipeline_version=PIPELINE_VERSION,
+        timings={k: round(v, 4) for k, v in timings.items()},
+        statistics=Statistics(
+            chunks=len(chunk_list),
+            text_chunks=chunks.counts.get("text", 0),
+            table_chunks=chunks.counts.get("table", 0),
+            image_chunks=chunks.counts.get("image", 0),
+            sections=nav.sections,
+            headings=parsed.headings,
+            tables=parsed.tables,
+            images=parsed.images,
+            image_files=parsed.image_files,
+            tokens=sum(c.metadata.tokens for c in chunk_list),
+            characters=sum(c.metadata.length for c in chunk_list),
+            rows=parsed.rows,
+            pages=profile.page_count,
+        ),
+        files=files,
+        hierarchy=compact_hierarchy(headings),
+        diagnostics_count=dict(sorted(Counter(d.level for d in diagnostics).items())),
+    )
+    write_json(staging / "manifest.json", manifest)
+    return manifest
+
+
+def commit_document(staging: Path, final: Path) -> None:
+    """Swap the finished staging directory into place: the old directory stays whole until the
+    new one is complete, and a failure before this point leaves no partial directory."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    trash = final.parent / f".trash-{final.name}-{uuid.uuid4().hex[:8]}"
+    if final.exists():
+        os.replace(final, trash)
+    os.replace(staging, final)
+    if trash.exists():
+        shutil.rmtree(trash)
+
+
+def document_dir(settings: CorpusSettings, document_id: str) -> Path:
+    return settings.artifacts_dir / document_id
+
+
+def staging_dir(settings: CorpusSettings, document_id: str) -> Path:
+    return settings.artifacts_dir / f".staging-{document_id}-{uuid.uuid4().hex[:8]}"
+
+
+def process_document(
+    record: SourceRecord, source_path: Path, settings: CorpusSettings
+) -> Manifest:
+    """All stages in-process, without Dagster (used by tests and as the reference path)."""
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    profile = run_profile(source_path, record.source_file_name)
+    timings["profile"] = time.perf_counter() - started
+    doc = record.document_id
+    staging = staging_dir(settings, doc)
+    try:
+        parsed = run_parse(doc, source_path, record.source_file_name, profile, stage_dir(settings, doc, "parse"))
+        timings["parse"] = parsed.seconds
+        chunks = run_chunks(doc, parsed, profile, settings, stage_dir(settings, doc, "chunks"))
+        timings["chunks"] = chunks.seconds
+        nav = run_nav(doc, parsed, chunks, profile, settings, stage_dir(settings, doc, "nav"))
+        timings["nav"] = nav.seconds
+        manifest = assemble_document(record, source_path, profile, parsed, chunks, nav, timings, staging)
+        commit_document(staging, document_dir(settings, doc))
+        return manifest
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)

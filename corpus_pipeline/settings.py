@@ -1,0 +1,94 @@
+"""Settings: one `CORPUS_HOME` roots every runtime folder; every setting has a `CORPUS_` variable.
+
+No Dagster import here: the CLI's `debug` path and the query service read the same settings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class LLMRole(BaseModel):
+    """Model settings of one LLM role; a role is enabled only when its model is set."""
+
+    model: str = ""
+    base_url: str = ""
+    api_key: SecretStr = SecretStr("")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.model)
+
+
+class CorpusSettings(BaseSettings):
+    """Runtime settings (environment variables `CORPUS_*`, or a `.env` file)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CORPUS_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        env_nested_delimiter="__",
+        extra="ignore",
+    )
+
+    home: Path = Field(default=Path("data/runtime"), description="Root of every runtime folder.")
+    object_store_url: str = Field(
+        default="", description="fsspec URL of the object store; default <home>/objects (s3://… for S3)."
+    )
+    namespace: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    chunk_max_tokens: int = Field(default=400, ge=32, le=8192)
+    summary_max_sentences: int = Field(default=2, ge=1, le=10)
+    keywords_per_chunk: int = Field(default=8, ge=0, le=50)
+    max_file_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
+
+    # LLM roles (any OpenAI-compatible endpoint). Empty model = off; offline defaults are used.
+    llm_base_url: str = ""
+    llm_api_key: SecretStr = SecretStr("")
+    llm_timeout_seconds: float = Field(default=30.0, gt=0)
+    summary: LLMRole = Field(default_factory=LLMRole)
+    hierarchy: LLMRole = Field(default_factory=LLMRole)
+    image_description: LLMRole = Field(default_factory=LLMRole)
+    ocr: LLMRole = Field(default_factory=LLMRole)
+    classification: LLMRole = Field(default_factory=LLMRole)
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _absolute_home(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def object_store(self) -> str:
+        return self.object_store_url or (self.home / "objects").as_uri()
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.home / "artifacts"
+
+    @property
+    def work_dir(self) -> Path:
+        return self.home / "work"
+
+    @property
+    def published_dir(self) -> Path:
+        return self.home / "published"
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.home / "dagster"
+
+    def role(self, name: str) -> LLMRole:
+        """A role's settings with the shared endpoint and key filled in where unset."""
+        role: LLMRole = getattr(self, name)
+        return LLMRole(
+            model=role.model,
+            base_url=role.base_url or self.llm_base_url,
+            api_key=role.api_key if role.api_key.get_secret_value() else self.llm_api_key,
+        )
+
+
+def load_settings(**overrides: object) -> CorpusSettings:
+    """Settings from the environment, with explicit overrides (e.g. from CLI flags)."""
+    return CorpusSettings(**overrides)  # type: ignore[arg-type]

@@ -1,0 +1,86 @@
+"""Shared test helpers: where the shared sample corpus lives, and its official scorers."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from corpus_pipeline.contracts import DocumentProfile, FileFormat, RoutingDecision
+from corpus_pipeline.parsing.base import ParseContext, Parser
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_CORPUS = Path(os.environ.get("CORPUS_SAMPLES", REPO_ROOT.parent / "shared" / "corpus"))
+DOCS = SHARED_CORPUS / "docs"
+
+
+@cache
+def scorer() -> ModuleType:
+    """The corpus's own `score_structure.py` (stdlib only), imported from shared/."""
+    spec = importlib.util.spec_from_file_location("score_structure", SHARED_CORPUS / "score_structure.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@cache
+def _jsonl(name: str) -> list[dict[str, Any]]:
+    with (SHARED_CORPUS / name).open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def expected_headings(doc: str) -> dict[str, Any]:
+    return next(r for r in _jsonl("headings.jsonl") if r["doc"] == doc)
+
+
+def expected_tables(doc: str) -> list[dict[str, Any]]:
+    return [r for r in _jsonl("tables.jsonl") if r["doc"] == doc]
+
+
+def bare_profile(path: Path, fmt: FileFormat, strategy: str) -> DocumentProfile:
+    """A minimal profile for exercising one parser in isolation."""
+    data = path.read_bytes()
+    return DocumentProfile(
+        format=fmt,
+        media_type="application/octet-stream",
+        extension=path.suffix.lower().lstrip("."),
+        size_bytes=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        routing=RoutingDecision(strategy=strategy, reason="test"),
+    )
+
+
+def run_parser(parser: Parser, path: Path, workdir: Path, fmt: FileFormat) -> ParseContext:
+    """Run one parser strategy on a file and return its context (rows, resources, diagnostics)."""
+    ctx = ParseContext(
+        source_path=path,
+        source_file_name=path.name,
+        profile=bare_profile(path, fmt, fmt.value),
+        workdir=workdir,
+    )
+    parser(ctx)
+    return ctx
+
+
+def headings_of(ctx: ParseContext) -> list[dict[str, Any]]:
+    """Rows → the scorer's heading input."""
+    return [
+        {"text": r.text, "level": r.heading_level}
+        for r in ctx.rows
+        if r.row_type.value == "heading"
+    ]
+
+
+def tables_of(ctx: ParseContext) -> list[dict[str, Any]]:
+    """Rows → the scorer's table input (HTML read back from the work dir)."""
+    return [
+        {"page": None, "html": (ctx.workdir / r.resource_path).read_text(encoding="utf-8")}
+        for r in ctx.rows
+        if r.row_type.value == "table" and r.resource_path
+    ]
