@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup run dev test lint fix bench clean
+.PHONY: setup run dev test lint fix bench clean schemas
 
 $(CURDIR)/.tools/bin/uv:
 	python3 -m venv .tools
@@ -48,3 +48,7 @@ fix: setup
 
 clean:
 	rm -rf data/runtime .pytest_cache .mypy_cache .ruff_cache
+
+## schemas: regenerate the checked-in JSON Schemas from the contracts
+schemas: setup
+	$(BIN)/python -m corpus_pipeline.contracts.export_schemas

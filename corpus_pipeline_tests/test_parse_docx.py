@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import docx
 import pytest
@@ -53,7 +54,7 @@ def _png(color: str = "red") -> bytes:
 
 
 def _table_html(ctx: ParseContext, index: int) -> str:
-    return tables_of(ctx)[index]["html"]
+    return str(tables_of(ctx)[index]["html"])
 
 
 # -- headings against the corpus ground truth ---------------------------------------------------
@@ -284,12 +285,11 @@ def test_hyperlink_span_covers_the_link_text(tmp_path: Path) -> None:
     document = docx.Document()
     paragraph = document.add_paragraph("See ")
     rel_id = document.part.relate_to("https://example.org/docs", RT.HYPERLINK, is_external=True)
-    paragraph._p.append(
-        parse_xml(
-            f'<w:hyperlink {nsdecls("w", "r")} r:id="{rel_id}">'
-            "<w:r><w:t>the docs</w:t></w:r></w:hyperlink>"
-        )
+    hyperlink: Any = parse_xml(
+        f'<w:hyperlink {nsdecls("w", "r")} r:id="{rel_id}">'
+        "<w:r><w:t>the docs</w:t></w:r></w:hyperlink>"
     )
+    paragraph._p.append(hyperlink)
     paragraph.add_run(" for more.")
     ctx = _parse_doc(document, tmp_path)
     row = ctx.rows[0]

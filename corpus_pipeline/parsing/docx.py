@@ -469,7 +469,10 @@ class _Reader:
             if ns != _W_NS:
                 self._walk_inline(child, out)
                 continue
-            if name in ("pPr", "rPr", "instrText", "delText") or name in _DELETED:
+            if (
+                name in ("pPr", "rPr", "sdtPr", "sdtEndPr", "instrText", "delText")
+                or name in _DELETED
+            ):
                 if name == "instrText" and out.fields:
                     out.fields[-1].instr += child.text or ""
                 continue
@@ -664,6 +667,18 @@ def _children(el: etree._Element, tag: str) -> Iterator[etree._Element]:
                 yield from _children(inner, tag)
 
 
+@dataclass
+class _PlacedCell:
+    """A `w:tc` at its grid column; `consumed` marks a vMerge continuation (not emitted)."""
+
+    col: int
+    span: int
+    merge: str | None
+    text: str
+    rowspan: int = 1
+    consumed: bool = False
+
+
 class _BodyWalker:
     def __init__(self, reader: _Reader) -> None:
         self.r = reader
@@ -743,56 +758,62 @@ class _BodyWalker:
         continuation is matched to the cell above it in the same column, not by cell index.
         """
         rows = list(_children(tbl, "tr"))
-        placed: list[list[tuple[int, int, str | None, etree._Element]]] = []
+        placed: list[list[_PlacedCell]] = []
         header_rows = 0
         counting_header = True
         for tr in rows:
             tr_pr = tr.find(_w("trPr"))
-            col = _int(_val(tr_pr.find(_w("gridBefore"))) if tr_pr is not None else None, 0) or 0
+            before = _int(_val(tr_pr.find(_w("gridBefore"))) if tr_pr is not None else None, 0)
+            col = max(before or 0, 0)
             if counting_header and tr_pr is not None and _on(tr_pr.find(_w("tblHeader"))):
                 header_rows += 1
             else:
                 counting_header = False
-            cells = []
+            cells: list[_PlacedCell] = []
             for tc in _children(tr, "tc"):
                 tc_pr = tc.find(_w("tcPr"))
-                span = _int(_val(tc_pr.find(_w("gridSpan"))) if tc_pr is not None else None, 1) or 1
+                span = max(
+                    _int(_val(tc_pr.find(_w("gridSpan"))) if tc_pr is not None else None, 1) or 1, 1
+                )
                 v_merge = tc_pr.find(_w("vMerge")) if tc_pr is not None else None
-                merge = None if v_merge is None else (_val(v_merge) or "continue")
-                cells.append((col, max(span, 1), merge, tc))
-                col += max(span, 1)
+                h_merge = tc_pr.find(_w("hMerge")) if tc_pr is not None else None
+                text = self.cell_text(tc, images)
+                if h_merge is not None and _val(h_merge) != "restart" and cells:
+                    # legacy horizontal merge: this cell widens the one on its left
+                    cells[-1].span += span
+                    cells[-1].text = "\n".join(t for t in (cells[-1].text, text) if t)
+                else:
+                    merge = None if v_merge is None else (_val(v_merge) or "continue")
+                    cells.append(_PlacedCell(col, span, merge, text))
+                col += span
             placed.append(cells)
 
-        rowspans: dict[tuple[int, int], int] = {}
-        consumed: set[tuple[int, int]] = set()
         for r, cells in enumerate(placed):
-            for col, _, merge, _ in cells:
-                if merge != "restart":
+            for cell in cells:
+                if cell.merge != "restart":
                     continue
-                span = 1
                 for below in placed[r + 1 :]:
-                    if not any(c == col and m == "continue" for c, _, m, _ in below):
+                    match = next((c for c in below if c.col == cell.col), None)
+                    if match is None or match.merge != "continue":
                         break
-                    consumed.add((r + span, col))
-                    span += 1
-                rowspans[(r, col)] = span
+                    match.consumed = True
+                    cell.rowspan += 1
 
         if header_rows == 0 and len(rows) > 1:
             header_rows = 1
-        texts = [[self.cell_text(tc, images) for _, _, _, tc in cells] for cells in placed]
-        for r, cells in enumerate(placed[:header_rows]):
-            for col, _, _, _ in cells:
-                header_rows = max(header_rows, r + rowspans.get((r, col), 1))
+        r = 0
+        while r < min(header_rows, len(placed)):  # a header cell's rowspan pulls rows into the head
+            header_rows = max([header_rows] + [r + c.rowspan for c in placed[r] if not c.consumed])
+            r += 1
 
         builder = GridBuilder(max_rows=len(rows))
         for r, cells in enumerate(placed):
-            first = cells[0][0] if cells else 0
-            for _ in range(first):
-                builder.add(r, "", header=r < header_rows)
-            for (col, span, _, _), text in zip(cells, texts[r], strict=True):
-                if (r, col) in consumed:
-                    continue
-                builder.add(r, text, rowspans.get((r, col), 1), span, header=r < header_rows)
+            head = r < header_rows
+            for _ in range(cells[0].col if cells else 0):  # gridBefore: empty leading cells
+                builder.add(r, "", header=head)
+            for cell in cells:
+                if not cell.consumed:
+                    builder.add(r, cell.text, cell.rowspan, cell.span, header=head)
         return builder.build(header_rows=header_rows)
 
     def cell_text(self, tc: etree._Element, images: list[_ImageRef]) -> str:

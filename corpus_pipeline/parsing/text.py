@@ -54,7 +54,9 @@ def decode_bytes(
         try:
             return data.decode(codec)
         except UnicodeDecodeError:
-            diagnostics.add("parse", "encoding.mismatch", f"declared charset {declared!r} does not fit")
+            diagnostics.add(
+                "parse", "encoding.mismatch", f"declared charset {declared!r} does not fit"
+            )
     sample = data[:8192]
     controls = sum(1 for b in sample if b < 9 or 13 < b < 32)
     if controls > len(sample) * 0.01:

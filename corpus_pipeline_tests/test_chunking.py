@@ -1,0 +1,173 @@
+"""Rows → typed segments: bounded, deterministic ids, embeds and links at the right offsets."""
+
+from __future__ import annotations
+
+from corpus_pipeline.chunking import ChunkingOptions, build_chunks, marker_for
+from corpus_pipeline.contracts import ChunkType, LinkSpan, ParsedRow, Relation, RowType
+from corpus_pipeline.enrich.text import extractive_summary
+from corpus_pipeline.hierarchy import assign_hierarchy
+from corpus_pipeline.ids import chunk_id_for
+from corpus_pipeline.validation import hash_text_of
+
+OPTIONS = ChunkingOptions(max_tokens=60, keywords_per_chunk=5, summarize=extractive_summary)
+
+
+class Rows:
+    def __init__(self) -> None:
+        self.rows: list[ParsedRow] = []
+
+    def add(self, row_type: RowType, text: str, **kw) -> Rows:
+        self.rows.append(ParsedRow(order=len(self.rows), row_type=row_type, text=text,
+                                   source_location=f"row {len(self.rows)}", **kw))
+        return self
+
+    def build(self, options: ChunkingOptions = OPTIONS):
+        return build_chunks(assign_hierarchy(self.rows), options)
+
+
+SENTENCE = "Ducks are waterfowl that live on lakes and rivers across the world."
+
+
+def test_only_three_segment_types_exist_and_every_chunk_has_the_metadata_keys():
+    result = (
+        Rows()
+        .add(RowType.HEADING, "Ducks", heading_level=1)
+        .add(RowType.PARAGRAPH, SENTENCE)
+        .add(RowType.TABLE, "Name | Size\nMallard | 58 cm", resource_path="tables/table-0001.html")
+        .add(RowType.IMAGE, "A mallard", resource_path="images/abc.png")
+        .build()
+    )
+    assert {c.chunk_type for c in result.chunks} == {ChunkType.TEXT, ChunkType.TABLE, ChunkType.IMAGE}
+    for chunk in result.chunks:
+        meta = chunk.metadata.model_dump()
+        assert {"length", "summary", "page_nums", "tokens", "keywords", "file_path", "order", "connect_to"} <= set(meta)
+        assert meta["length"] == len(chunk.content)
+        assert meta["tokens"] > 0
+
+
+def test_a_long_section_is_split_at_paragraphs_and_each_part_stays_under_the_limit():
+    rows = Rows().add(RowType.HEADING, "Ducks", heading_level=1)
+    for i in range(6):
+        rows.add(RowType.PARAGRAPH, f"Paragraph {i}. " + SENTENCE * 2)
+    chunks = rows.build().chunks
+    assert len(chunks) > 1
+    assert all(c.metadata.tokens <= OPTIONS.max_tokens for c in chunks)
+    assert all(c.content.startswith("Paragraph") for c in chunks), "splits fall on paragraph boundaries"
+
+
+def test_an_overlong_paragraph_is_split_at_sentence_boundaries():
+    text = " ".join(f"Sentence number {i} talks about ducks and their habits on the lake." for i in range(20))
+    chunks = Rows().add(RowType.PARAGRAPH, text).build().chunks
+    assert len(chunks) > 2
+    assert all(c.content.endswith(".") for c in chunks)
+    assert all(c.metadata.tokens <= OPTIONS.max_tokens for c in chunks)
+
+
+def test_a_table_is_never_split_even_above_the_limit():
+    big = "\n".join(f"row {i} | value {i} | more words here" for i in range(100))
+    result = Rows().add(RowType.TABLE, big, resource_path="tables/table-0001.html").build()
+    tables = [c for c in result.chunks if c.chunk_type is ChunkType.TABLE]
+    assert len(tables) == 1
+    assert tables[0].content == big
+    assert tables[0].metadata.tokens > OPTIONS.max_tokens
+
+
+def test_embedded_table_is_referenced_at_its_marker_and_excluded_from_the_text_id():
+    result = (
+        Rows()
+        .add(RowType.PARAGRAPH, "Before the table.")
+        .add(RowType.TABLE, "a | b", resource_path="tables/table-0001.html")
+        .add(RowType.PARAGRAPH, "After the table.")
+        .build()
+    )
+    text = next(c for c in result.chunks if c.chunk_type is ChunkType.TEXT)
+    table = next(c for c in result.chunks if c.chunk_type is ChunkType.TABLE)
+    (embed,) = [c for c in text.metadata.connect_to if c.relation is Relation.EMBEDS]
+    start, end = embed.position
+    assert text.content[start:end] == marker_for("table", "tables/table-0001.html")
+    assert embed.target == table.chunk_id
+    assert text.chunk_id == chunk_id_for("Before the table.\n\nAfter the table.")
+    assert hash_text_of(text).split() == ["Before", "the", "table.", "After", "the", "table."]
+
+
+def test_same_text_with_a_different_resource_reference_keeps_its_id():
+    def text_id(resource: str) -> str:
+        result = (
+            Rows()
+            .add(RowType.PARAGRAPH, "Shared paragraph.")
+            .add(RowType.IMAGE, "logo", resource_path=resource)
+            .build()
+        )
+        return next(c.chunk_id for c in result.chunks if c.chunk_type is ChunkType.TEXT)
+
+    assert text_id("images/aaaa.png") == text_id("images/bbbb.png")
+
+
+def test_identical_text_twice_keeps_one_id_and_records_both_places():
+    result = (
+        Rows()
+        .add(RowType.HEADING, "A", heading_level=1)
+        .add(RowType.PARAGRAPH, "Repeated disclaimer text.")
+        .add(RowType.HEADING, "B", heading_level=1)
+        .add(RowType.PARAGRAPH, "Repeated disclaimer text.")
+        .build()
+    )
+    (chunk,) = result.chunks
+    assert [o.hierarchy_path for o in chunk.occurrences] == [["A"], ["B"]]
+
+
+def test_a_link_becomes_a_related_connection_spanning_its_text():
+    result = (
+        Rows()
+        .add(RowType.TABLE, "x | y", resource_path="tables/table-0001.html")
+        .add(RowType.PARAGRAPH, "Read the field guide now.",
+             links=[LinkSpan(start=9, end=20, target="https://example.org/guide")])
+        .build()
+    )
+    text = next(c for c in result.chunks if c.chunk_type is ChunkType.TEXT)
+    (link,) = [c for c in text.metadata.connect_to if c.relation is Relation.RELATED]
+    assert link.target == "https://example.org/guide"
+    assert text.content[link.position[0]:link.position[1]] == "field guide"
+    assert link.ref == "field guide"
+
+
+def test_caption_next_to_a_table_becomes_its_caption_not_body_text():
+    result = (
+        Rows()
+        .add(RowType.CAPTION, "Table 1: Duck sizes")
+        .add(RowType.TABLE, "Name | Size", resource_path="tables/table-0001.html")
+        .add(RowType.PARAGRAPH, "Body.")
+        .build()
+    )
+    table = next(c for c in result.chunks if c.chunk_type is ChunkType.TABLE)
+    text = next(c for c in result.chunks if c.chunk_type is ChunkType.TEXT)
+    assert table.content.startswith("Table 1: Duck sizes")
+    assert "Duck sizes" not in text.content
+    assert result.resources[0].caption == "Table 1: Duck sizes"
+
+
+def test_repeated_images_get_unique_resource_ids_but_share_a_file():
+    result = (
+        Rows()
+        .add(RowType.IMAGE, "logo", resource_path="images/f00d.png")
+        .add(RowType.PARAGRAPH, "Between.")
+        .add(RowType.IMAGE, "logo", resource_path="images/f00d.png")
+        .build()
+    )
+    ids = [r.resource_id for r in result.resources]
+    assert ids == ["image-0001", "image-0002"]
+    assert {r.file_path for r in result.resources} == {"images/f00d.png"}
+
+
+def test_list_items_keep_a_bullet_and_pages_are_carried():
+    result = Rows().add(RowType.LIST_ITEM, "first", page_numbers=[3]).add(RowType.LIST_ITEM, "second", page_numbers=[4]).build()
+    (chunk,) = result.chunks
+    assert chunk.content == "- first\n\n- second"
+    assert chunk.metadata.page_nums == [3, 4]
+
+
+def test_chunking_is_deterministic():
+    def run():
+        return [c.model_dump_json() for c in Rows().add(RowType.PARAGRAPH, SENTENCE * 8).build().chunks]
+
+    assert run() == run()

@@ -1,0 +1,136 @@
+"""End to end through Dagster: a file goes in, the fixed document directory comes out."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from corpus_pipeline.contracts.export_schemas import ARTIFACT_MODELS, schema_file
+from corpus_pipeline.ingest import IngestResult, ingest
+from corpus_pipeline.settings import CorpusSettings, load_settings
+from corpus_pipeline.validation import check_manifest
+
+from .support import DOCS
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory) -> tuple[CorpusSettings, dict[str, IngestResult], Path]:
+    """One ingest of a few real files plus a renamed copy (shared by the read-only tests)."""
+    root = tmp_path_factory.mktemp("batch")
+    inbox = root / "inbox"
+    inbox.mkdir()
+    for name in ("word_sample.docx", "word_tables.docx"):
+        shutil.copy(DOCS / name, inbox / name)
+    shutil.copy(DOCS / "word_sample.docx", inbox / "copy of word sample.docx")
+    settings = load_settings(home=root / "home")
+    results = {r.source_file_name: r for r in ingest([inbox], settings)}
+    return settings, results, inbox
+
+
+def _dir(settings: CorpusSettings, result: IngestResult) -> Path:
+    assert result.document_id
+    return settings.artifacts_dir / result.document_id
+
+
+def test_every_file_of_the_batch_is_ingested(batch):
+    _, results, _ = batch
+    assert {n: r.status for n, r in results.items()} == {
+        "word_sample.docx": "ok", "word_tables.docx": "ok", "copy of word sample.docx": "ok"
+    }
+    assert results["word_tables.docx"].counts["table"] == 7
+
+
+def test_the_document_directory_has_the_fixed_layout(batch):
+    settings, results, _ = batch
+    directory = _dir(settings, results["word_sample.docx"])
+    names = {p.relative_to(directory).as_posix() for p in directory.rglob("*")}
+    assert {"chunks.json", "doc_nav.json", "manifest.json", "headings.json", "diagnostics.json",
+            "parsed.parquet", "tables", "images", "source/word_sample.docx"} <= names
+    assert any(n.startswith("images/") for n in names)
+
+
+@pytest.mark.parametrize("artifact", sorted(ARTIFACT_MODELS))
+def test_artifacts_validate_against_the_checked_in_schemas(batch, artifact):
+    settings, results, _ = batch
+    schema = json.loads(schema_file(artifact).read_text(encoding="utf-8"))
+    for result in results.values():
+        data = json.loads((_dir(settings, result) / artifact).read_text(encoding="utf-8"))
+        jsonschema.validate(data, schema)
+
+
+def test_directories_match_their_manifests(batch):
+    settings, results, _ = batch
+    for result in results.values():
+        assert check_manifest(_dir(settings, result)) == []
+
+
+def test_manifest_names_the_source_and_nests_the_hierarchy(batch):
+    settings, results, _ = batch
+    manifest = json.loads((_dir(settings, results["word_sample.docx"]) / "manifest.json").read_text())
+    assert manifest["source_file_name"] == "word_sample.docx"
+    assert manifest["source"]["format"] == "docx"
+    top = manifest["HIERARCHY"][0]
+    assert top["title"] == "Swimming in the lake"
+    assert top["children"][0]["title"] == "Let’s swim!"
+    assert top["children"][0]["children"][0]["title"] == "Let’s eat"
+    assert manifest["statistics"]["chunks"] > 0
+    assert set(manifest["timings"]) >= {"parse", "chunks", "nav"}
+
+
+def test_chunk_ids_are_the_same_for_two_copies_under_different_names(batch):
+    settings, results, _ = batch
+    original, copy = results["word_sample.docx"], results["copy of word sample.docx"]
+    assert original.document_id != copy.document_id
+
+    def ids(result: IngestResult) -> list[str]:
+        data = json.loads((_dir(settings, result) / "chunks.json").read_text())
+        return [c["chunk_id"] for c in data["chunks"]]
+
+    assert ids(original) == ids(copy)
+
+
+def test_ingesting_the_same_file_again_gives_byte_identical_chunks(batch, tmp_path):
+    settings, results, inbox = batch
+    first = (_dir(settings, results["word_tables.docx"]) / "chunks.json").read_bytes()
+    nav = (_dir(settings, results["word_tables.docx"]) / "doc_nav.json").read_bytes()
+    (again,) = ingest([inbox / "word_tables.docx"], settings)
+    assert again.status == "ok"
+    assert again.document_id == results["word_tables.docx"].document_id
+    assert (_dir(settings, again) / "chunks.json").read_bytes() == first
+    assert (_dir(settings, again) / "doc_nav.json").read_bytes() == nav
+
+
+def test_a_corrupt_docx_is_refused_and_leaves_no_artifact_directory(settings, tmp_path):
+    broken = tmp_path / "broken.docx"
+    broken.write_bytes((DOCS / "word_sample.docx").read_bytes()[:700])
+    (result,) = ingest([broken], settings)
+    assert result.status == "failed"
+    assert result.error and "corrupt docx" in result.error
+    assert result.document_id and not (settings.artifacts_dir / result.document_id).exists()
+    assert not list(settings.artifacts_dir.glob(".staging-*"))
+
+
+def test_an_unknown_binary_is_refused_with_an_error_naming_the_format(settings, tmp_path):
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(bytes(range(256)) * 64)
+    (result,) = ingest([blob], settings)
+    assert result.status == "failed"
+    assert result.error and "unsupported format 'unknown'" in result.error
+    assert not (settings.artifacts_dir / (result.document_id or "x")).exists()
+
+
+def test_a_failed_reingest_keeps_the_previous_artifacts(settings, tmp_path):
+    doc = tmp_path / "notes.docx"
+    doc.write_bytes((DOCS / "word_sample.docx").read_bytes())
+    (good,) = ingest([doc], settings)
+    before = (settings.artifacts_dir / (good.document_id or "") / "chunks.json").read_bytes()
+    doc.write_bytes(b"PK\x03\x04 definitely not a zip")
+    (bad,) = ingest([doc], settings)
+    assert bad.status == "failed" and bad.document_id == good.document_id
+    assert (settings.artifacts_dir / (good.document_id or "") / "chunks.json").read_bytes() == before
