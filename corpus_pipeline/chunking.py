@@ -106,7 +106,12 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
             drafts.append(draft)
             resources.append((row, draft))
             buffer.append(
-                _EmbedPiece(chunk_id_for(draft.hash_text), draft.file_path or "", draft.chunk_type.value, row.page_numbers)
+                _EmbedPiece(
+                    chunk_id_for(draft.hash_text),
+                    draft.file_path or "",
+                    draft.chunk_type.value,
+                    row.page_numbers,
+                )
             )
         elif row.row_type in _BODY_TYPES and row.order not in consumed and row.text.strip():
             buffer.append(_text_piece(row))
@@ -120,7 +125,9 @@ def _text_piece(row: ParsedRow) -> _TextPiece:
     prefix = "- " if row.row_type is RowType.LIST_ITEM else ""
     text = (prefix + row.text).rstrip()
     links = [
-        LinkSpan(start=lk.start + len(prefix), end=min(lk.end + len(prefix), len(text)), target=lk.target)
+        LinkSpan(
+            start=lk.start + len(prefix), end=min(lk.end + len(prefix), len(text)), target=lk.target
+        )
         for lk in row.links
         if lk.start + len(prefix) < len(text)
     ]
@@ -299,7 +306,12 @@ def _assemble(group: list[_Piece], path: list[str]) -> _Draft | None:
         start = shift_offset(base_offset + link.start, edits)
         end = start + (link.end - link.start)
         connect.append(
-            ConnectTo(target=link.target, relation=Relation.RELATED, ref=content[start:end], position=(start, end))
+            ConnectTo(
+                target=link.target,
+                relation=Relation.RELATED,
+                ref=content[start:end],
+                position=(start, end),
+            )
         )
     connect.sort(key=lambda c: (c.position, c.relation.value, c.target))
     return _Draft(

@@ -38,10 +38,16 @@ def main() -> None:
 
 @main.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--namespace", "-n", default=None, help="Namespace of the documents (default CORPUS_NAMESPACE).")
-@click.option("--organizational-unit", default=None, help="Free-text owner unit, kept as a filterable field.")
+@click.option(
+    "--namespace", "-n", default=None, help="Namespace of the documents (default CORPUS_NAMESPACE)."
+)
+@click.option(
+    "--organizational-unit", default=None, help="Free-text owner unit, kept as a filterable field."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the per-file summary as JSON.")
-def ingest_command(paths: tuple[Path, ...], namespace: str | None, organizational_unit: str | None, as_json: bool) -> None:
+def ingest_command(
+    paths: tuple[Path, ...], namespace: str | None, organizational_unit: str | None, as_json: bool
+) -> None:
     """Store, parse and chunk files or folders; prints one line per file."""
     from corpus_pipeline.ingest import collect_files, ingest
 
@@ -89,12 +95,20 @@ def ingest_command(paths: tuple[Path, ...], namespace: str | None, organizationa
     else:
         for r in results:
             if r.status == "ok":
-                counts = " ".join(f"{k}={r.counts.get(k, 0)}" for k in ("text", "table", "image", "sections"))
-                console.print(f"[green]ok[/]     {r.document_id}  {r.source_file_name}  {counts}  ({r.seconds:.1f}s)")
+                counts = " ".join(
+                    f"{k}={r.counts.get(k, 0)}" for k in ("text", "table", "image", "sections")
+                )
+                console.print(
+                    f"[green]ok[/]     {r.document_id}  {r.source_file_name}  {counts}  ({r.seconds:.1f}s)"
+                )
             else:
-                console.print(f"[red]failed[/] {r.document_id or '-'}  {r.source_file_name}  {r.error}")
+                console.print(
+                    f"[red]failed[/] {r.document_id or '-'}  {r.source_file_name}  {r.error}"
+                )
         ok = sum(r.status == "ok" for r in results)
-        console.print(f"{ok}/{len(results)} documents in namespace '{namespace or settings.namespace}'")
+        console.print(
+            f"{ok}/{len(results)} documents in namespace '{namespace or settings.namespace}'"
+        )
         console.print(f"artifacts: {settings.artifacts_dir}")
     if any(r.status != "ok" for r in results):
         sys.exit(1)
@@ -113,11 +127,17 @@ def inspect_command(document_id: str) -> None:
     settings = _settings()
     directory = settings.artifacts_dir / document_id
     if not (directory / "manifest.json").is_file():
-        raise click.UsageError(f"document_id: no artifacts for '{document_id}' under {settings.artifacts_dir}")
-    manifest = Manifest.model_validate_json((directory / "manifest.json").read_text(encoding="utf-8"))
+        raise click.UsageError(
+            f"document_id: no artifacts for '{document_id}' under {settings.artifacts_dir}"
+        )
+    manifest = Manifest.model_validate_json(
+        (directory / "manifest.json").read_text(encoding="utf-8")
+    )
     nav = DocNav.model_validate_json((directory / "doc_nav.json").read_text(encoding="utf-8"))
     stats = manifest.statistics
-    tree = Tree(f"[bold]{nav.title}[/] [dim]({manifest.source_file_name}, {nav.root_chunk_count} chunks before the first heading)[/]")
+    tree = Tree(
+        f"[bold]{nav.title}[/] [dim]({manifest.source_file_name}, {nav.root_chunk_count} chunks before the first heading)[/]"
+    )
     _section_tree(tree, nav.sections)
     console.print(tree)
     console.print(
@@ -129,7 +149,12 @@ def inspect_command(document_id: str) -> None:
 
 @main.command("debug")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--stop-at", type=click.Choice(["profile", "parse", "hierarchy", "chunks"]), default="chunks", show_default=True)
+@click.option(
+    "--stop-at",
+    type=click.Choice(["profile", "parse", "hierarchy", "chunks"]),
+    default="chunks",
+    show_default=True,
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
     """Run one file through the pipeline functions in-process (no Dagster) up to a stage."""
@@ -156,8 +181,14 @@ def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
                 for col in ("order", "type", "level", "text", "resource", "location"):
                     table.add_column(col, overflow="fold")
                 for r in rows:
-                    table.add_row(str(r.order), r.row_type.value, str(r.heading_level or ""),
-                                  r.text[:100], r.resource_path or "", r.source_location)
+                    table.add_row(
+                        str(r.order),
+                        r.row_type.value,
+                        str(r.heading_level or ""),
+                        r.text[:100],
+                        r.resource_path or "",
+                        r.source_location,
+                    )
                 console.print(table)
             elif stop_at == "hierarchy":
                 tree = Tree(f"[bold]{file.name}[/]")
@@ -165,20 +196,33 @@ def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
                 for h in (r for r in rows if r.heading_level):
                     while stack and stack[-1][0] >= (h.heading_level or 0):
                         stack.pop()
-                    node = (stack[-1][1] if stack else tree).add(f"{h.text} [dim](level {h.heading_level}, row {h.order})[/]")
+                    node = (stack[-1][1] if stack else tree).add(
+                        f"{h.text} [dim](level {h.heading_level}, row {h.order})[/]"
+                    )
                     stack.append((h.heading_level or 0, node))
                 console.print(tree)
             else:
                 result, _ = pipeline.chunk_document(rows, profile, settings)
                 if as_json:
-                    click.echo(json.dumps([c.model_dump(mode="json") for c in result.chunks], indent=2, ensure_ascii=False))
+                    click.echo(
+                        json.dumps(
+                            [c.model_dump(mode="json") for c in result.chunks],
+                            indent=2,
+                            ensure_ascii=False,
+                        )
+                    )
                     return
                 table = Table(title=f"{len(result.chunks)} chunks")
                 for col in ("chunk_id", "type", "tokens", "path", "content"):
                     table.add_column(col, overflow="fold")
                 for c in result.chunks:
-                    table.add_row(c.chunk_id[:12], c.chunk_type.value, str(c.metadata.tokens),
-                                  " > ".join(c.hierarchy_path), c.content[:120].replace("\n", " "))
+                    table.add_row(
+                        c.chunk_id[:12],
+                        c.chunk_type.value,
+                        str(c.metadata.tokens),
+                        " > ".join(c.hierarchy_path),
+                        c.content[:120].replace("\n", " "),
+                    )
                 console.print(table)
             for d in ctx.diagnostics.items:
                 err_console.print(f"[yellow]{d.stage}/{d.code}[/]: {d.message}")

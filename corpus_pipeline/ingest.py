@@ -22,7 +22,11 @@ from corpus_pipeline.defs.checks import (
 )
 from corpus_pipeline.defs.documents import DOCUMENT_ASSETS
 from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION
-from corpus_pipeline.defs.resources import CorpusRootResource, ModelSettingsResource, ObjectStoreResource
+from corpus_pipeline.defs.resources import (
+    CorpusRootResource,
+    ModelSettingsResource,
+    ObjectStoreResource,
+)
 from corpus_pipeline.errors import InvalidInputError
 from corpus_pipeline.pipeline import document_dir
 from corpus_pipeline.settings import CorpusSettings
@@ -92,7 +96,9 @@ def _failure_message(result: dg.ExecuteInProcessResult) -> str:
         if data.user_failure_data is not None and data.user_failure_data.description:
             return data.user_failure_data.description
         error_type = data.error.cls_name if data.error else "error"
-        return f"internal {error_type} in step {event.step_key} (see the Dagster run {result.run_id})"
+        return (
+            f"internal {error_type} in step {event.step_key} (see the Dagster run {result.run_id})"
+        )
     return f"run {result.run_id} did not succeed"
 
 
@@ -108,7 +114,12 @@ def ingest(
     registry = SourceRegistry(ObjectStore(settings.object_store))
     instance = dagster_instance(settings)
     resources = resources_for(settings)
-    assets = [*DOCUMENT_ASSETS, chunks_honour_contract, nav_honours_contract, document_directory_honours_contract]
+    assets = [
+        *DOCUMENT_ASSETS,
+        chunks_honour_contract,
+        nav_honours_contract,
+        document_directory_honours_contract,
+    ]
     results: list[IngestResult] = []
     for path, name in files:
         started = time.perf_counter()
@@ -116,7 +127,9 @@ def ingest(
         try:
             data = path.read_bytes()
             if len(data) > settings.max_file_bytes:
-                raise InvalidInputError("file", f"{len(data)} bytes exceeds the limit of {settings.max_file_bytes}")
+                raise InvalidInputError(
+                    "file", f"{len(data)} bytes exceeds the limit of {settings.max_file_bytes}"
+                )
             record = registry.register(data, name, ns, SourceKind.CLI, organizational_unit)
             outcome.document_id = record.document_id
             if not instance.has_dynamic_partition(DOCUMENTS_PARTITION, record.document_id):
@@ -132,7 +145,9 @@ def ingest(
             )
             if run.success:
                 manifest = Manifest.model_validate_json(
-                    (document_dir(settings, record.document_id) / "manifest.json").read_text(encoding="utf-8")
+                    (document_dir(settings, record.document_id) / "manifest.json").read_text(
+                        encoding="utf-8"
+                    )
                 )
                 stats = manifest.statistics
                 outcome.status = "ok"
@@ -146,7 +161,11 @@ def ingest(
                 outcome.error = _failure_message(run)
                 shutil.rmtree(settings.work_dir / record.document_id, ignore_errors=True)
         except (OSError, InvalidInputError) as exc:
-            outcome.error = str(exc) if isinstance(exc, InvalidInputError) else f"cannot read file: {exc.strerror}"
+            outcome.error = (
+                str(exc)
+                if isinstance(exc, InvalidInputError)
+                else f"cannot read file: {exc.strerror}"
+            )
         outcome.seconds = time.perf_counter() - started
         results.append(outcome)
         if on_progress is not None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from corpus_pipeline.contracts import Chunk, ChunkType, DocNav, HeadingNode, ResourceEntry, SectionNode
+from corpus_pipeline.contracts import (
+    Chunk,
+    ChunkType,
+    DocNav,
+    HeadingNode,
+    ResourceEntry,
+    SectionNode,
+)
 
 
 def build_nav(

@@ -33,6 +33,7 @@ from corpus_pipeline.contracts import (
     ParsedRow,
     ResourceEntry,
     RowType,
+    SectionNode,
     SourceInfo,
     SourceRecord,
     Statistics,
@@ -105,7 +106,9 @@ def run_profile(source_path: Path, source_file_name: str) -> DocumentProfile:
     return profile_file(source_path, source_file_name)
 
 
-def parse_rows(source_path: Path, source_file_name: str, profile: DocumentProfile, workdir: Path) -> ParseContext:
+def parse_rows(
+    source_path: Path, source_file_name: str, profile: DocumentProfile, workdir: Path
+) -> ParseContext:
     """Run the routed parser strategy; rows come back without hierarchy paths."""
     parser = parser_for(profile)
     ctx = ParseContext(
@@ -116,7 +119,11 @@ def parse_rows(source_path: Path, source_file_name: str, profile: DocumentProfil
 
 
 def run_parse(
-    document_id: str, source_path: Path, source_file_name: str, profile: DocumentProfile, out_dir: Path
+    document_id: str,
+    source_path: Path,
+    source_file_name: str,
+    profile: DocumentProfile,
+    out_dir: Path,
 ) -> ParseOutput:
     """Parse, assign the heading hierarchy, and persist the parsed table and heading tree."""
     started = time.perf_counter()
@@ -145,7 +152,9 @@ def run_parse(
 
 def document_title(rows: list[ParsedRow], source_file_name: str) -> str:
     """The shallowest first heading, else the file name without extension."""
-    headings = [r for r in rows if r.row_type is RowType.HEADING and r.heading_level and r.text.strip()]
+    headings = [
+        r for r in rows if r.row_type is RowType.HEADING and r.heading_level and r.text.strip()
+    ]
     if headings:
         top = min(r.heading_level or 9 for r in headings)
         return next(" ".join(r.text.split()) for r in headings if r.heading_level == top)
@@ -175,7 +184,11 @@ def chunk_document(
 
 
 def run_chunks(
-    document_id: str, parsed: ParseOutput, profile: DocumentProfile, settings: CorpusSettings, out_dir: Path
+    document_id: str,
+    parsed: ParseOutput,
+    profile: DocumentProfile,
+    settings: CorpusSettings,
+    out_dir: Path,
 ) -> ChunksOutput:
     started = time.perf_counter()
     fresh_dir(out_dir)
@@ -198,7 +211,9 @@ def read_chunks(path: str | Path) -> ChunksFile:
 
 
 def read_headings(stage: str | Path) -> HeadingsFile:
-    return HeadingsFile.model_validate_json((Path(stage) / "headings.json").read_text(encoding="utf-8"))
+    return HeadingsFile.model_validate_json(
+        (Path(stage) / "headings.json").read_text(encoding="utf-8")
+    )
 
 
 def run_nav(
@@ -221,12 +236,14 @@ def run_nav(
     )
     path = out_dir / "doc_nav.json"
     write_json(path, nav)
-    return NavOutput(nav_path=str(path), sections=_count_sections(nav), seconds=time.perf_counter() - started)
+    return NavOutput(
+        nav_path=str(path), sections=_count_sections(nav), seconds=time.perf_counter() - started
+    )
 
 
 def _count_sections(nav: DocNav) -> int:
-    def count(nodes: list[object]) -> int:
-        return sum(1 + count(list(n.children)) for n in nodes)  # type: ignore[attr-defined]
+    def count(nodes: list[SectionNode]) -> int:
+        return sum(1 + count(n.children) for n in nodes)
 
     return count(list(nav.sections))
 
@@ -266,7 +283,10 @@ def assemble_document(
     (staging / "source").mkdir()
     shutil.copy2(source_path, staging / archived)
     diagnostics = [*parsed.diagnostics, *chunks.diagnostics]
-    write_json(staging / "diagnostics.json", DiagnosticsFile(document_id=record.document_id, diagnostics=diagnostics))
+    write_json(
+        staging / "diagnostics.json",
+        DiagnosticsFile(document_id=record.document_id, diagnostics=diagnostics),
+    )
     chunk_list: list[Chunk] = read_chunks(chunks.chunks_path).chunks
     files = {
         p.relative_to(staging).as_posix(): _sha256_file(p)
@@ -339,9 +359,7 @@ def staging_dir(settings: CorpusSettings, document_id: str) -> Path:
     return settings.artifacts_dir / f".staging-{document_id}-{uuid.uuid4().hex[:8]}"
 
 
-def process_document(
-    record: SourceRecord, source_path: Path, settings: CorpusSettings
-) -> Manifest:
+def process_document(record: SourceRecord, source_path: Path, settings: CorpusSettings) -> Manifest:
     """All stages in-process, without Dagster (used by tests and as the reference path)."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
@@ -350,13 +368,17 @@ def process_document(
     doc = record.document_id
     staging = staging_dir(settings, doc)
     try:
-        parsed = run_parse(doc, source_path, record.source_file_name, profile, stage_dir(settings, doc, "parse"))
+        parsed = run_parse(
+            doc, source_path, record.source_file_name, profile, stage_dir(settings, doc, "parse")
+        )
         timings["parse"] = parsed.seconds
         chunks = run_chunks(doc, parsed, profile, settings, stage_dir(settings, doc, "chunks"))
         timings["chunks"] = chunks.seconds
         nav = run_nav(doc, parsed, chunks, profile, settings, stage_dir(settings, doc, "nav"))
         timings["nav"] = nav.seconds
-        manifest = assemble_document(record, source_path, profile, parsed, chunks, nav, timings, staging)
+        manifest = assemble_document(
+            record, source_path, profile, parsed, chunks, nav, timings, staging
+        )
         commit_document(staging, document_dir(settings, doc))
         return manifest
     finally:

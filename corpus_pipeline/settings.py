@@ -36,7 +36,8 @@ class CorpusSettings(BaseSettings):
 
     home: Path = Field(default=Path("data/runtime"), description="Root of every runtime folder.")
     object_store_url: str = Field(
-        default="", description="fsspec URL of the object store; default <home>/objects (s3://… for S3)."
+        default="",
+        description="fsspec URL of the object store; default <home>/objects (s3://… for S3).",
     )
     namespace: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     chunk_max_tokens: int = Field(default=400, ge=32, le=8192)

@@ -81,7 +81,9 @@ class SourceRegistry:
             organizational_unit=organizational_unit,
             received_at=datetime.now(UTC),
         )
-        self.store.put_bytes(self._record_key(record.document_id), record.model_dump_json(indent=2).encode())
+        self.store.put_bytes(
+            self._record_key(record.document_id), record.model_dump_json(indent=2).encode()
+        )
         return record
 
     def get(self, document_id: str) -> SourceRecord:
@@ -101,7 +103,9 @@ class SourceRegistry:
         """Copy the stored bytes to a local working file and verify their hash."""
         data = self.store.get_bytes(record.object_key)
         if sha256_bytes(data) != record.sha256:
-            raise InvalidInputError("object_key", f"stored object for '{record.document_id}' fails its checksum")
+            raise InvalidInputError(
+                "object_key", f"stored object for '{record.document_id}' fails its checksum"
+            )
         target_dir.mkdir(parents=True, exist_ok=True)
         path = target_dir / Path(record.source_file_name).name
         path.write_bytes(data)

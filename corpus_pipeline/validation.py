@@ -20,7 +20,11 @@ def hash_text_of(chunk: Chunk) -> str:
     """The chunk's content without embedded-resource markers (what its id hashes)."""
     if chunk.chunk_type is not ChunkType.TEXT:
         return chunk.content
-    edits = [Edit(c.position[0], c.position[1], "") for c in chunk.metadata.connect_to if c.relation is Relation.EMBEDS]
+    edits = [
+        Edit(c.position[0], c.position[1], "")
+        for c in chunk.metadata.connect_to
+        if c.relation is Relation.EMBEDS
+    ]
     text, _ = apply_edits(chunk.content, edits)
     return text
 
@@ -72,7 +76,9 @@ def check_nav(nav_path: Path, chunks_path: Path) -> list[str]:
         return [f"doc_nav.json invalid: {exc}"]
     ids = {c.chunk_id for c in chunks.chunks}
     problems = [
-        f"resource {r.resource_id} points to unknown chunk {r.chunk_id}" for r in nav.resources if r.chunk_id not in ids
+        f"resource {r.resource_id} points to unknown chunk {r.chunk_id}"
+        for r in nav.resources
+        if r.chunk_id not in ids
     ]
     counted = nav.root_chunk_count
     stack = list(nav.sections)
@@ -82,13 +88,17 @@ def check_nav(nav_path: Path, chunks_path: Path) -> list[str]:
         stack.extend(node.children)
     occurrences = sum(len(c.occurrences) for c in chunks.chunks)
     if counted > occurrences:
-        problems.append(f"sections count {counted} chunk placements but chunks.json has {occurrences}")
+        problems.append(
+            f"sections count {counted} chunk placements but chunks.json has {occurrences}"
+        )
     return problems
 
 
 def check_manifest(document_dir: Path) -> list[str]:
     try:
-        manifest = Manifest.model_validate_json((document_dir / "manifest.json").read_text(encoding="utf-8"))
+        manifest = Manifest.model_validate_json(
+            (document_dir / "manifest.json").read_text(encoding="utf-8")
+        )
     except (OSError, ValidationError) as exc:
         return [f"manifest.json invalid: {exc}"]
     problems: list[str] = []
@@ -98,7 +108,13 @@ def check_manifest(document_dir: Path) -> list[str]:
             problems.append(f"listed file missing: {rel}")
         elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
             problems.append(f"file changed since manifest: {rel}")
-    for required in ("chunks.json", "doc_nav.json", "headings.json", "diagnostics.json", manifest.source.archived_path):
+    for required in (
+        "chunks.json",
+        "doc_nav.json",
+        "headings.json",
+        "diagnostics.json",
+        manifest.source.archived_path,
+    ):
         if required not in manifest.files:
             problems.append(f"required file not in manifest: {required}")
     problems += check_chunks(document_dir / "chunks.json", document_dir)

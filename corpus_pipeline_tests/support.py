@@ -22,7 +22,9 @@ DOCS = SHARED_CORPUS / "docs"
 @cache
 def scorer() -> ModuleType:
     """The corpus's own `score_structure.py` (stdlib only), imported from shared/."""
-    spec = importlib.util.spec_from_file_location("score_structure", SHARED_CORPUS / "score_structure.py")
+    spec = importlib.util.spec_from_file_location(
+        "score_structure", SHARED_CORPUS / "score_structure.py"
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from corpus_pipeline.chunking import ChunkingOptions, build_chunks, marker_for
+from corpus_pipeline.chunking import ChunkingOptions, ChunkingResult, build_chunks, marker_for
 from corpus_pipeline.contracts import ChunkType, LinkSpan, ParsedRow, Relation, RowType
 from corpus_pipeline.enrich.text import extractive_summary
 from corpus_pipeline.hierarchy import assign_hierarchy
@@ -17,11 +17,18 @@ class Rows:
         self.rows: list[ParsedRow] = []
 
     def add(self, row_type: RowType, text: str, **kw) -> Rows:
-        self.rows.append(ParsedRow(order=len(self.rows), row_type=row_type, text=text,
-                                   source_location=f"row {len(self.rows)}", **kw))
+        self.rows.append(
+            ParsedRow(
+                order=len(self.rows),
+                row_type=row_type,
+                text=text,
+                source_location=f"row {len(self.rows)}",
+                **kw,
+            )
+        )
         return self
 
-    def build(self, options: ChunkingOptions = OPTIONS):
+    def build(self, options: ChunkingOptions = OPTIONS) -> ChunkingResult:
         return build_chunks(assign_hierarchy(self.rows), options)
 
 
@@ -37,10 +44,23 @@ def test_only_three_segment_types_exist_and_every_chunk_has_the_metadata_keys():
         .add(RowType.IMAGE, "A mallard", resource_path="images/abc.png")
         .build()
     )
-    assert {c.chunk_type for c in result.chunks} == {ChunkType.TEXT, ChunkType.TABLE, ChunkType.IMAGE}
+    assert {c.chunk_type for c in result.chunks} == {
+        ChunkType.TEXT,
+        ChunkType.TABLE,
+        ChunkType.IMAGE,
+    }
     for chunk in result.chunks:
         meta = chunk.metadata.model_dump()
-        assert {"length", "summary", "page_nums", "tokens", "keywords", "file_path", "order", "connect_to"} <= set(meta)
+        assert {
+            "length",
+            "summary",
+            "page_nums",
+            "tokens",
+            "keywords",
+            "file_path",
+            "order",
+            "connect_to",
+        } <= set(meta)
         assert meta["length"] == len(chunk.content)
         assert meta["tokens"] > 0
 
@@ -52,11 +72,15 @@ def test_a_long_section_is_split_at_paragraphs_and_each_part_stays_under_the_lim
     chunks = rows.build().chunks
     assert len(chunks) > 1
     assert all(c.metadata.tokens <= OPTIONS.max_tokens for c in chunks)
-    assert all(c.content.startswith("Paragraph") for c in chunks), "splits fall on paragraph boundaries"
+    assert all(c.content.startswith("Paragraph") for c in chunks), (
+        "splits fall on paragraph boundaries"
+    )
 
 
 def test_an_overlong_paragraph_is_split_at_sentence_boundaries():
-    text = " ".join(f"Sentence number {i} talks about ducks and their habits on the lake." for i in range(20))
+    text = " ".join(
+        f"Sentence number {i} talks about ducks and their habits on the lake." for i in range(20)
+    )
     chunks = Rows().add(RowType.PARAGRAPH, text).build().chunks
     assert len(chunks) > 2
     assert all(c.content.endswith(".") for c in chunks)
@@ -120,14 +144,17 @@ def test_a_link_becomes_a_related_connection_spanning_its_text():
     result = (
         Rows()
         .add(RowType.TABLE, "x | y", resource_path="tables/table-0001.html")
-        .add(RowType.PARAGRAPH, "Read the field guide now.",
-             links=[LinkSpan(start=9, end=20, target="https://example.org/guide")])
+        .add(
+            RowType.PARAGRAPH,
+            "Read the field guide now.",
+            links=[LinkSpan(start=9, end=20, target="https://example.org/guide")],
+        )
         .build()
     )
     text = next(c for c in result.chunks if c.chunk_type is ChunkType.TEXT)
     (link,) = [c for c in text.metadata.connect_to if c.relation is Relation.RELATED]
     assert link.target == "https://example.org/guide"
-    assert text.content[link.position[0]:link.position[1]] == "field guide"
+    assert text.content[link.position[0] : link.position[1]] == "field guide"
     assert link.ref == "field guide"
 
 
@@ -160,14 +187,21 @@ def test_repeated_images_get_unique_resource_ids_but_share_a_file():
 
 
 def test_list_items_keep_a_bullet_and_pages_are_carried():
-    result = Rows().add(RowType.LIST_ITEM, "first", page_numbers=[3]).add(RowType.LIST_ITEM, "second", page_numbers=[4]).build()
+    result = (
+        Rows()
+        .add(RowType.LIST_ITEM, "first", page_numbers=[3])
+        .add(RowType.LIST_ITEM, "second", page_numbers=[4])
+        .build()
+    )
     (chunk,) = result.chunks
     assert chunk.content == "- first\n\n- second"
     assert chunk.metadata.page_nums == [3, 4]
 
 
 def test_chunking_is_deterministic():
-    def run():
-        return [c.model_dump_json() for c in Rows().add(RowType.PARAGRAPH, SENTENCE * 8).build().chunks]
+    def run() -> list[str]:
+        return [
+            c.model_dump_json() for c in Rows().add(RowType.PARAGRAPH, SENTENCE * 8).build().chunks
+        ]
 
     assert run() == run()

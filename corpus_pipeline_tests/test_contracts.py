@@ -39,11 +39,23 @@ def test_manifest_schema_names_the_hierarchy_key_in_capitals():
 
 def test_parsed_rows_round_trip_through_arrow_with_the_contract_schema():
     rows = [
-        ParsedRow(order=0, row_type=RowType.HEADING, text="Intro", heading_level=1,
-                  hierarchy_path=["Intro"], source_location="lines 1-1"),
-        ParsedRow(order=1, row_type=RowType.PARAGRAPH, text="See the docs.", hierarchy_path=["Intro"],
-                  page_numbers=[2], source_location="lines 3-3",
-                  links=[LinkSpan(start=8, end=12, target="https://example.org/docs")]),
+        ParsedRow(
+            order=0,
+            row_type=RowType.HEADING,
+            text="Intro",
+            heading_level=1,
+            hierarchy_path=["Intro"],
+            source_location="lines 1-1",
+        ),
+        ParsedRow(
+            order=1,
+            row_type=RowType.PARAGRAPH,
+            text="See the docs.",
+            hierarchy_path=["Intro"],
+            page_numbers=[2],
+            source_location="lines 3-3",
+            links=[LinkSpan(start=8, end=12, target="https://example.org/docs")],
+        ),
     ]
     table = rows_to_table(rows)
     assert table.schema.equals(PARSED_ROW_SCHEMA)

@@ -8,8 +8,13 @@ from corpus_pipeline.hierarchy import assign_hierarchy, compact_hierarchy, headi
 
 def _rows(spec: list[tuple[str, int | None]]) -> list[ParsedRow]:
     return [
-        ParsedRow(order=i, row_type=RowType.HEADING if level else RowType.PARAGRAPH, text=text,
-                  heading_level=level, source_location=f"row {i}")
+        ParsedRow(
+            order=i,
+            row_type=RowType.HEADING if level else RowType.PARAGRAPH,
+            text=text,
+            heading_level=level,
+            source_location=f"row {i}",
+        )
         for i, (text, level) in enumerate(spec)
     ]
 

@@ -41,7 +41,9 @@ def _dir(settings: CorpusSettings, result: IngestResult) -> Path:
 def test_every_file_of_the_batch_is_ingested(batch):
     _, results, _ = batch
     assert {n: r.status for n, r in results.items()} == {
-        "word_sample.docx": "ok", "word_tables.docx": "ok", "copy of word sample.docx": "ok"
+        "word_sample.docx": "ok",
+        "word_tables.docx": "ok",
+        "copy of word sample.docx": "ok",
     }
     assert results["word_tables.docx"].counts["table"] == 7
 
@@ -50,8 +52,17 @@ def test_the_document_directory_has_the_fixed_layout(batch):
     settings, results, _ = batch
     directory = _dir(settings, results["word_sample.docx"])
     names = {p.relative_to(directory).as_posix() for p in directory.rglob("*")}
-    assert {"chunks.json", "doc_nav.json", "manifest.json", "headings.json", "diagnostics.json",
-            "parsed.parquet", "tables", "images", "source/word_sample.docx"} <= names
+    assert {
+        "chunks.json",
+        "doc_nav.json",
+        "manifest.json",
+        "headings.json",
+        "diagnostics.json",
+        "parsed.parquet",
+        "tables",
+        "images",
+        "source/word_sample.docx",
+    } <= names
     assert any(n.startswith("images/") for n in names)
 
 
@@ -72,7 +83,9 @@ def test_directories_match_their_manifests(batch):
 
 def test_manifest_names_the_source_and_nests_the_hierarchy(batch):
     settings, results, _ = batch
-    manifest = json.loads((_dir(settings, results["word_sample.docx"]) / "manifest.json").read_text())
+    manifest = json.loads(
+        (_dir(settings, results["word_sample.docx"]) / "manifest.json").read_text()
+    )
     assert manifest["source_file_name"] == "word_sample.docx"
     assert manifest["source"]["format"] == "docx"
     top = manifest["HIERARCHY"][0]
@@ -133,4 +146,6 @@ def test_a_failed_reingest_keeps_the_previous_artifacts(settings, tmp_path):
     doc.write_bytes(b"PK\x03\x04 definitely not a zip")
     (bad,) = ingest([doc], settings)
     assert bad.status == "failed" and bad.document_id == good.document_id
-    assert (settings.artifacts_dir / (good.document_id or "") / "chunks.json").read_bytes() == before
+    assert (
+        settings.artifacts_dir / (good.document_id or "") / "chunks.json"
+    ).read_bytes() == before

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from corpus_pipeline.contracts.profile import DocumentProfile
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION: Literal["1.0"] = "1.0"
 
 
 class _Model(BaseModel):
@@ -40,7 +40,9 @@ class ConnectTo(_Model):
     target: str = Field(description="chunk_id of an embedded resource, or the link target.")
     relation: Relation
     ref: str = Field(description="Resource file path for `embeds`; link text for `related`.")
-    position: tuple[int, int] = Field(description="[start, end) character span of the reference in content.")
+    position: tuple[int, int] = Field(
+        description="[start, end) character span of the reference in content."
+    )
 
 
 class Occurrence(_Model):
@@ -57,7 +59,9 @@ class ChunkMetadata(_Model):
     page_nums: list[int] = Field(description="1-based page numbers; empty for flow formats.")
     tokens: int = Field(ge=0, description="Tokens of `content` (o200k_base).")
     keywords: list[str]
-    file_path: str | None = Field(default=None, description="tables/*.html or images/* for resources.")
+    file_path: str | None = Field(
+        default=None, description="tables/*.html or images/* for resources."
+    )
     order: int = Field(ge=0, description="Position of the first occurrence in document order.")
     connect_to: list[ConnectTo] = Field(default_factory=list)
 
@@ -150,7 +154,9 @@ class SourceInfo(_Model):
     source_file_name: str
     namespace: str
     object_key: str = Field(description="Key in the object store (never a URL with credentials).")
-    archived_path: str = Field(description="Path of the archived copy inside the document directory.")
+    archived_path: str = Field(
+        description="Path of the archived copy inside the document directory."
+    )
     sha256: str
     size_bytes: int
     media_type: str
@@ -188,6 +194,8 @@ class Manifest(_Model):
     pipeline_version: str
     timings: dict[str, float] = Field(description="Seconds per stage.")
     statistics: Statistics
-    files: dict[str, str] = Field(description="Relative path → sha256 of every file in the directory.")
+    files: dict[str, str] = Field(
+        description="Relative path → sha256 of every file in the directory."
+    )
     hierarchy: list[HierarchyNode] = Field(alias="HIERARCHY")
     diagnostics_count: dict[str, int]

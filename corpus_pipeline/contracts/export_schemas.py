@@ -11,7 +11,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from corpus_pipeline.contracts.artifacts import ChunksFile, DiagnosticsFile, DocNav, HeadingsFile, Manifest
+from corpus_pipeline.contracts.artifacts import (
+    ChunksFile,
+    DiagnosticsFile,
+    DocNav,
+    HeadingsFile,
+    Manifest,
+)
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 ARTIFACT_MODELS: dict[str, type[BaseModel]] = {

@@ -43,10 +43,14 @@ class DocumentProfile(BaseModel):
     extension: str = Field(description="Lower-case extension of the delivered name ('' if none).")
     size_bytes: int = Field(ge=0)
     sha256: str
-    page_count: int | None = Field(default=None, description="Pages/slides/sheets where the format has them.")
+    page_count: int | None = Field(
+        default=None, description="Pages/slides/sheets where the format has them."
+    )
     paragraph_count: int | None = None
     char_count: int | None = None
-    heading_count: int | None = Field(default=None, description="Headings visible without full parsing.")
+    heading_count: int | None = Field(
+        default=None, description="Headings visible without full parsing."
+    )
     table_count: int | None = None
     image_count: int | None = None
     language: str | None = Field(default=None, description="ISO 639-1 guess from a text sample.")

@@ -41,18 +41,25 @@ class ParsedRow(BaseModel):
 
     order: int = Field(ge=0, description="0-based position in reading order.")
     row_type: RowType
-    text: str = Field(description="Plain text; for tables a row-wise rendition, for images alt text.")
+    text: str = Field(
+        description="Plain text; for tables a row-wise rendition, for images alt text."
+    )
     heading_level: int | None = Field(
         default=None, ge=1, le=9, description="1 = top level; only for headings."
     )
     hierarchy_path: list[str] = Field(
         default_factory=list, description="Heading titles from the document root to this row."
     )
-    page_numbers: list[int] = Field(default_factory=list, description="1-based; empty for flow formats.")
-    resource_path: str | None = Field(
-        default=None, description="Job-local artifact path (tables/*.html, images/*) for tables and images."
+    page_numbers: list[int] = Field(
+        default_factory=list, description="1-based; empty for flow formats."
     )
-    source_location: str = Field(description="Where the row came from (element path or line range).")
+    resource_path: str | None = Field(
+        default=None,
+        description="Job-local artifact path (tables/*.html, images/*) for tables and images.",
+    )
+    source_location: str = Field(
+        description="Where the row came from (element path or line range)."
+    )
     links: list[LinkSpan] = Field(default_factory=list)
 
 

@@ -24,7 +24,9 @@ class SourceRecord(BaseModel):
 
     document_id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,127}$")
     namespace: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
-    source_file_name: str = Field(min_length=1, description="Name as delivered (relative path for folders).")
+    source_file_name: str = Field(
+        min_length=1, description="Name as delivered (relative path for folders)."
+    )
     object_key: str = Field(description="Key of the stored bytes inside the object store.")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     size_bytes: int = Field(ge=0)

@@ -1,6 +1,5 @@
 """Asset checks: each document's artifacts validated against the contracts."""
 
-
 from pathlib import Path
 
 import dagster as dg
@@ -24,23 +23,36 @@ def _result(problems: list[str]) -> dg.AssetCheckResult:
     )
 
 
-@dg.asset_check(asset=document_chunks, partitions_def=documents_partitions, blocking=True,
-                description="chunks.json validates; ids are content hashes; connections point inside content.")
+@dg.asset_check(
+    asset=document_chunks,
+    partitions_def=documents_partitions,
+    blocking=True,
+    description="chunks.json validates; ids are content hashes; connections point inside content.",
+)
 def chunks_honour_contract(document_chunks: pipeline.ChunksOutput) -> dg.AssetCheckResult:
     return _result(validation.check_chunks(Path(document_chunks.chunks_path)))
 
 
-@dg.asset_check(asset=document_nav, partitions_def=documents_partitions, blocking=True,
-                additional_ins={"document_chunks": dg.AssetIn("document_chunks")},
-                description="doc_nav.json validates and every resource points at a chunk.")
+@dg.asset_check(
+    asset=document_nav,
+    partitions_def=documents_partitions,
+    blocking=True,
+    additional_ins={"document_chunks": dg.AssetIn("document_chunks")},
+    description="doc_nav.json validates and every resource points at a chunk.",
+)
 def nav_honours_contract(
     document_nav: pipeline.NavOutput, document_chunks: pipeline.ChunksOutput
 ) -> dg.AssetCheckResult:
-    return _result(validation.check_nav(Path(document_nav.nav_path), Path(document_chunks.chunks_path)))
+    return _result(
+        validation.check_nav(Path(document_nav.nav_path), Path(document_chunks.chunks_path))
+    )
 
 
-@dg.asset_check(asset=document_manifest, partitions_def=documents_partitions,
-                description="The committed directory matches its manifest (files and hashes) and the contracts.")
+@dg.asset_check(
+    asset=document_manifest,
+    partitions_def=documents_partitions,
+    description="The committed directory matches its manifest (files and hashes) and the contracts.",
+)
 def document_directory_honours_contract(
     document_manifest: Manifest,
     corpus: CorpusRootResource,
@@ -48,4 +60,6 @@ def document_directory_honours_contract(
     models: ModelSettingsResource,
 ) -> dg.AssetCheckResult:
     settings = resolve_settings(corpus, object_store, models)
-    return _result(validation.check_manifest(pipeline.document_dir(settings, document_manifest.document_id)))
+    return _result(
+        validation.check_manifest(pipeline.document_dir(settings, document_manifest.document_id))
+    )

@@ -5,7 +5,6 @@ plain functions in `corpus_pipeline.pipeline`. Errors a user can act on surface 
 `dg.Failure` with a message that names the problem (never a URL or a key).
 """
 
-
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -72,7 +71,9 @@ def source_document(
     with user_errors():
         registry = registry_for(settings)
         record = registry.get(document_id)
-        local = registry.fetch_source(record, pipeline.fresh_dir(pipeline.stage_dir(settings, document_id, "source")))
+        local = registry.fetch_source(
+            record, pipeline.fresh_dir(pipeline.stage_dir(settings, document_id, "source"))
+        )
     out = SourceOutput(record=record, local_path=str(local), seconds=time.perf_counter() - started)
     return dg.Output(
         out,
@@ -95,7 +96,9 @@ def source_document(
 def document_profile(source_document: SourceOutput) -> dg.Output[DocumentProfile]:
     with user_errors():
         profile, seconds = _timed(
-            lambda: pipeline.run_profile(Path(source_document.local_path), source_document.record.source_file_name)
+            lambda: pipeline.run_profile(
+                Path(source_document.local_path), source_document.record.source_file_name
+            )
         )
     assert isinstance(profile, DocumentProfile)
     return dg.Output(

@@ -22,7 +22,9 @@ class CorpusRootResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 class ObjectStoreResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     """Where delivered files are stored durably (fsspec URL: file://… or s3://…)."""
 
-    url: str = Field(default="", description="CORPUS_OBJECT_STORE_URL override; empty = environment.")
+    url: str = Field(
+        default="", description="CORPUS_OBJECT_STORE_URL override; empty = environment."
+    )
 
 
 class ModelSettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]

@@ -53,7 +53,9 @@ class LLMSummarizer:
             )
             content = response.choices[0].message.content or ""
         except openai.OpenAIError as exc:
-            self.errors.append(f"summary model failed ({type(exc).__name__}); extractive summary used")
+            self.errors.append(
+                f"summary model failed ({type(exc).__name__}); extractive summary used"
+            )
             return extractive_summary(text, self.max_sentences)
         summary = " ".join(content.split())
         return summary or extractive_summary(text, self.max_sentences)

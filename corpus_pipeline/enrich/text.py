@@ -13,11 +13,94 @@ from typing import Any
 
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
 _STOP = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have he her his
-    how i if in into is it its may more most not of on or our she so such than that the their them
-    then there these they this those to was we were what when where which while who why will with
-    would you your also about after all any before between both each other over same some only
-    under up very""".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "may",
+        "more",
+        "most",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "also",
+        "about",
+        "after",
+        "all",
+        "any",
+        "before",
+        "between",
+        "both",
+        "each",
+        "other",
+        "over",
+        "same",
+        "some",
+        "only",
+        "under",
+        "up",
+        "very",
+    ]
 )
 _MAX_SUMMARY_CHARS = 400
 
@@ -59,7 +142,7 @@ def extractive_summary(text: str, max_sentences: int = 2, language: str | None =
         if not content:
             return 0.0
         lead = 0.25 if index == 0 else 0.0
-        return sum(freq[w] / top for w in content) / (len(content) ** 0.5) + lead
+        return float(sum(freq[w] / top for w in content) / (len(content) ** 0.5) + lead)
 
     ranked = sorted(range(len(sentences)), key=lambda i: (-score(i, sentences[i]), i))
     chosen = sorted(ranked[:max_sentences])

@@ -11,7 +11,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from corpus_pipeline.contracts import Diagnostic, DocumentProfile, LinkSpan, ParsedRow, RowType
 from corpus_pipeline.parsing.tables import TableGrid
@@ -119,7 +119,7 @@ class ResourceSink:
         return info
 
 
-def _near(known: ImageInfo, phash: object, width: int, height: int, max_distance: int) -> bool:
+def _near(known: ImageInfo, phash: Any, width: int, height: int, max_distance: int) -> bool:
     import imagehash
 
     distance = imagehash.hex_to_hash(known.phash) - phash

@@ -298,6 +298,7 @@ def _span(value: str | None) -> int:
 def _fold_spanner_rows(
     rows: list[list[_RawCell]], head_rows: int
 ) -> tuple[list[list[_RawCell]], int]:
+    """Fold rows that hold only rowspanning cells and leave columns empty into the next row."""
     rows = [list(r) for r in rows]
     changed = True
     while changed:
@@ -475,6 +476,8 @@ class _Walker:
             _collect_children(el, buf, separator=" ")
             text, links = buf.result()
             if text:
+                # A <br> in a title is layout; same-length swap keeps link offsets valid.
+                text = text.replace("\n", " ")
                 self.ctx.emit(RowType.HEADING, text, self.loc(el), heading_level=level, links=links)
             for image in buf.images:
                 self.emit_image(image)

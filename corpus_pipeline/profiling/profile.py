@@ -7,6 +7,7 @@ shallow (counts from the container's XML or the markup), never a full parse.
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 import zipfile
 from pathlib import Path
@@ -63,8 +64,6 @@ def profile_file(path: Path, source_file_name: str | None = None) -> DocumentPro
 
 
 def _docx_facts(data: bytes) -> dict[str, object]:
-    import io
-
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             xml = zf.read("word/document.xml")
@@ -76,13 +75,16 @@ def _docx_facts(data: bytes) -> dict[str, object]:
     texts: list[str] = []
     sample_len = 0
     try:
-        for _, el in etree.iterparse(_bytes_io(xml), events=("end",), huge_tree=True):
+        for _, el in etree.iterparse(io.BytesIO(xml), events=("end",), huge_tree=True):
             tag = el.tag
             if tag == f"{_W}p":
                 paragraphs += 1
                 style = el.find(f"{_W}pPr/{_W}pStyle")
                 val = (style.get(f"{_W}val") or "") if style is not None else ""
-                if val.lower().startswith(("heading", "title")) or el.find(f"{_W}pPr/{_W}outlineLvl") is not None:
+                if (
+                    val.lower().startswith(("heading", "title"))
+                    or el.find(f"{_W}pPr/{_W}outlineLvl") is not None
+                ):
                     headings += 1
                 if sample_len < _LANG_SAMPLE:
                     text = "".join(t.text or "" for t in el.iter(f"{_W}t"))
@@ -90,9 +92,9 @@ def _docx_facts(data: bytes) -> dict[str, object]:
                     sample_len += len(text)
             elif tag == f"{_W}tbl":
                 tables += 1
-            elif tag == f"{_W}docPartGallery" and "Table of Contents" in (el.get(f"{_W}val") or ""):
-                has_toc = True
-            elif tag == f"{_W}instrText" and (el.text or "").strip().startswith("TOC"):
+            elif (
+                tag == f"{_W}docPartGallery" and "Table of Contents" in (el.get(f"{_W}val") or "")
+            ) or (tag == f"{_W}instrText" and (el.text or "").strip().startswith("TOC")):
                 has_toc = True
     except etree.XMLSyntaxError:
         return {}
@@ -105,12 +107,6 @@ def _docx_facts(data: bytes) -> dict[str, object]:
         "char_count": None,
         "text_sample": " ".join(texts),
     }
-
-
-def _bytes_io(data: bytes) -> object:
-    import io
-
-    return io.BytesIO(data)
 
 
 def _html_facts(data: bytes) -> dict[str, object]:
@@ -126,7 +122,9 @@ def _html_facts(data: bytes) -> dict[str, object]:
         "heading_count": len(doc.xpath("//h1|//h2|//h3|//h4|//h5|//h6")),
         "table_count": len(doc.xpath("//table")),
         "image_count": len(doc.xpath("//img")),
-        "has_embedded_toc": bool(doc.xpath("//*[@id='toc' or @id='mw-toc-heading' or contains(@class,'toc')]")),
+        "has_embedded_toc": bool(
+            doc.xpath("//*[@id='toc' or @id='mw-toc-heading' or contains(@class,'toc')]")
+        ),
         "char_count": len(text),
         "text_sample": text[:_LANG_SAMPLE],
     }

@@ -21,18 +21,34 @@ _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"BM", "image/bmp"),
 )
 _OOXML = {
-    "word/document.xml": (FileFormat.DOCX, "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
-    "ppt/presentation.xml": (FileFormat.PPTX, "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
-    "xl/workbook.xml": (FileFormat.XLSX, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+    "word/document.xml": (
+        FileFormat.DOCX,
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ),
+    "ppt/presentation.xml": (
+        FileFormat.PPTX,
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ),
+    "xl/workbook.xml": (
+        FileFormat.XLSX,
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ),
 }
-_CONTAINER_EXTENSIONS = {"docx": FileFormat.DOCX, "pptx": FileFormat.PPTX, "xlsx": FileFormat.XLSX, "ods": FileFormat.ODS}
+_CONTAINER_EXTENSIONS = {
+    "docx": FileFormat.DOCX,
+    "pptx": FileFormat.PPTX,
+    "xlsx": FileFormat.XLSX,
+    "ods": FileFormat.ODS,
+}
 _MEDIA = {
     FileFormat.DOCX: _OOXML["word/document.xml"][1],
     FileFormat.PPTX: _OOXML["ppt/presentation.xml"][1],
     FileFormat.XLSX: _OOXML["xl/workbook.xml"][1],
     FileFormat.ODS: "application/vnd.oasis.opendocument.spreadsheet",
 }
-_HTML_START = re.compile(rb"^\s*(<\?xml[^>]*>\s*)?(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.I | re.S)
+_HTML_START = re.compile(
+    rb"^\s*(<\?xml[^>]*>\s*)?(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.I | re.S
+)
 _MD_SIGNAL = re.compile(r"^(#{1,6}\s+\S|```|\s*[-*+]\s+\S|\s*\d+\.\s+\S|\|.+\|\s*$|>\s)", re.M)
 _MD_EXTENSIONS = {"md", "markdown", "mdown", "mkd"}
 _TEXT_EXTENSIONS = {"txt", "text", "log", "csv", "tsv", "rst"}
@@ -78,10 +94,16 @@ def sniff_format(data: bytes, extension: str = "") -> Sniffed:
     if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
         if ext == "xls":
             return Sniffed(FileFormat.XLS, "application/vnd.ms-excel", "OLE2 container, .xls")
-        return Sniffed(FileFormat.UNKNOWN, "application/x-ole-storage", "legacy Office binary (OLE2)")
+        return Sniffed(
+            FileFormat.UNKNOWN, "application/x-ole-storage", "legacy Office binary (OLE2)"
+        )
     text = decode_text(data)
     if text is None:
-        return Sniffed(FileFormat.UNKNOWN, "application/octet-stream", "binary content without a known signature")
+        return Sniffed(
+            FileFormat.UNKNOWN,
+            "application/octet-stream",
+            "binary content without a known signature",
+        )
     return _sniff_text(data, text, ext)
 
 
@@ -96,26 +118,34 @@ def _sniff_zip(data: bytes, ext: str) -> Sniffed:
                 mime = zf.read("mimetype").decode("ascii", errors="replace").strip()
                 if mime == _MEDIA[FileFormat.ODS]:
                     return Sniffed(FileFormat.ODS, mime, "OpenDocument spreadsheet")
-                return Sniffed(FileFormat.UNKNOWN, mime or "application/zip", f"OpenDocument {mime}")
+                return Sniffed(
+                    FileFormat.UNKNOWN, mime or "application/zip", f"OpenDocument {mime}"
+                )
     except (zipfile.BadZipFile, OSError, KeyError):
-        fmt = _CONTAINER_EXTENSIONS.get(ext)
-        if fmt is not None:
-            return Sniffed(fmt, _MEDIA[fmt], f"ZIP signature but unreadable container (.{ext})")
+        guessed = _CONTAINER_EXTENSIONS.get(ext)
+        if guessed is not None:
+            return Sniffed(
+                guessed, _MEDIA[guessed], f"ZIP signature but unreadable container (.{ext})"
+            )
         return Sniffed(FileFormat.UNKNOWN, "application/zip", "unreadable ZIP container")
     return Sniffed(FileFormat.UNKNOWN, "application/zip", "ZIP archive without a document part")
 
 
 def _sniff_text(data: bytes, text: str, ext: str) -> Sniffed:
-    if _HTML_START.match(data[:4096]) or ext in {"html", "htm", "xhtml"} and "<" in text[:4096]:
+    if _HTML_START.match(data[:4096]) or (ext in {"html", "htm", "xhtml"} and "<" in text[:4096]):
         return Sniffed(FileFormat.HTML, "text/html", "HTML markup")
     stripped = text.lstrip()
     if stripped[:1] in "[{" and _is_segments_json(stripped):
         return Sniffed(FileFormat.SEGMENTS_JSON, "application/json", "JSON list of segments")
     signals = len(_MD_SIGNAL.findall(text[:65536]))
     if ext in _MD_EXTENSIONS:
-        return Sniffed(FileFormat.MARKDOWN, "text/markdown", f"text, .{ext}, {signals} Markdown signals")
+        return Sniffed(
+            FileFormat.MARKDOWN, "text/markdown", f"text, .{ext}, {signals} Markdown signals"
+        )
     if ext not in _TEXT_EXTENSIONS and signals >= 3 and re.search(r"^#{1,6}\s+\S", text, re.M):
-        return Sniffed(FileFormat.MARKDOWN, "text/markdown", f"text with {signals} Markdown signals")
+        return Sniffed(
+            FileFormat.MARKDOWN, "text/markdown", f"text with {signals} Markdown signals"
+        )
     return Sniffed(FileFormat.TEXT, "text/plain", "text without markup")
 
 
@@ -128,5 +158,7 @@ def _is_segments_json(text: str) -> bool:
     return (
         isinstance(items, list)
         and bool(items)
-        and all(isinstance(i, dict) and "type" in i and ("content" in i or "text" in i) for i in items)
+        and all(
+            isinstance(i, dict) and "type" in i and ("content" in i or "text" in i) for i in items
+        )
     )
