@@ -1,0 +1,84 @@
+"""Structure quality on the shared corpus: every supported document through profile + parse +
+hierarchy, scored with the corpus's own `score_structure.py` (headings and tables).
+
+Writes benchmarks/results/structure_quality.json and prints a per-document table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from corpus_pipeline.errors import CorpusError
+from corpus_pipeline.hierarchy import assign_hierarchy
+from corpus_pipeline.pipeline import parse_rows, run_profile
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def parse_corpus(corpus: Path, out: Path) -> dict[str, str]:
+    """Parse every document; returns doc → status ('ok' or the refusal message)."""
+    status: dict[str, str] = {}
+    with out.open("w", encoding="utf-8") as fh, tempfile.TemporaryDirectory() as tmp:
+        for doc in sorted((corpus / "docs").iterdir()):
+            work = Path(tmp) / doc.name
+            try:
+                profile = run_profile(doc, doc.name)
+                ctx = parse_rows(doc, doc.name, profile, work)
+            except CorpusError as exc:
+                status[doc.name] = str(exc).split(":")[0]
+                continue
+            rows = assign_hierarchy(ctx.rows)
+            headings = [{"text": r.text, "level": r.heading_level} for r in rows if r.heading_level]
+            tables = [
+                {"page": (r.page_numbers or [None])[0], "html": (work / r.resource_path).read_text(encoding="utf-8")}
+                for r in rows
+                if r.row_type.value == "table" and r.resource_path
+            ]
+            fh.write(json.dumps({"doc": doc.name, "headings": headings, "tables": tables}) + "\n")
+            status[doc.name] = "ok"
+    return status
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    parsed = args.out / "structure_parsed.jsonl"
+    started = time.perf_counter()
+    status = parse_corpus(args.corpus, parsed)
+    seconds = time.perf_counter() - started
+    scores_path = args.out / "structure_scores.tmp"
+    subprocess.run(
+        [sys.executable, str(args.corpus / "score_structure.py"), str(parsed), "--corpus", str(args.corpus), "--json", str(scores_path)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    scores = json.loads(scores_path.read_text(encoding="utf-8"))
+    scores_path.unlink()
+    result = {"seconds": round(seconds, 2), "status": status, "scores": scores}
+    (args.out / "structure_quality.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    per_doc = scores.get("per_doc") or scores.get("documents") or {}
+    print(f"{'document':40} {'status':28} {'h.recall':>8} {'h.prec':>7} {'order':>6} {'level':>6} {'t.recall':>8} {'spans':>6}")
+    for doc, st in status.items():
+        row = per_doc.get(doc, {}) if isinstance(per_doc, dict) else {}
+        h = row.get("headings", {})
+        t = row.get("tables", {})
+
+        def f(d: dict[str, float], k: str) -> str:
+            return f"{d[k]:.2f}" if k in d else "-"
+
+        print(f"{doc:40} {st[:28]:28} {f(h, 'recall'):>8} {f(h, 'precision'):>7} {f(h, 'order'):>6} {f(h, 'level_acc'):>6} {f(t, 'recall'):>8} {f(t, 'span_recall'):>6}")
+    print(f"parsed in {seconds:.1f}s; results in {args.out / 'structure_quality.json'}")
+
+
+if __name__ == "__main__":
+    main()

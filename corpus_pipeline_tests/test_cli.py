@@ -1,0 +1,87 @@
+"""The `corpus` command as a user meets it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from corpus_pipeline.cli import main
+
+from .support import DOCS
+
+
+@pytest.fixture
+def runner(corpus_home) -> CliRunner:
+    return CliRunner()
+
+
+@pytest.mark.slow
+def test_ingest_then_inspect_shows_the_section_tree(runner):
+    result = runner.invoke(main, ["ingest", str(DOCS / "unit_test_headers.docx"), "--json"])
+    assert result.exit_code == 0, result.output
+    (summary,) = json.loads(result.output)
+    assert summary["status"] == "ok" and summary["chunks"]["text"] > 0
+    shown = runner.invoke(main, ["inspect", summary["document_id"]])
+    assert shown.exit_code == 0, shown.output
+    assert "Test Document" in shown.output
+    assert "Section 1.2.3" in shown.output
+    assert "chunks:" in shown.output
+
+
+@pytest.mark.slow
+def test_ingest_reports_each_failure_and_exits_non_zero(runner, tmp_path):
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"\x00\x01\x02" * 500)
+    result = runner.invoke(main, ["ingest", str(blob), str(DOCS / "wiki.md")])
+    assert result.exit_code == 1
+    assert "failed" in result.output and "unsupported format 'unknown'" in result.output
+    assert "ok" in result.output and "wiki.md" in result.output
+
+
+def test_ingest_of_a_missing_path_names_it(runner, tmp_path):
+    result = runner.invoke(main, ["ingest", str(tmp_path / "nope.docx")])
+    assert result.exit_code == 2
+    assert "nope.docx" in result.output and "neither a file nor a folder" in result.output
+
+
+def test_inspect_of_an_unknown_document_is_a_usage_error(runner):
+    result = runner.invoke(main, ["inspect", "no-such-doc"])
+    assert result.exit_code == 2
+    assert "no artifacts for 'no-such-doc'" in result.output
+
+
+def test_debug_stops_at_profile(runner):
+    result = runner.invoke(main, ["debug", str(DOCS / "word_sample.docx"), "--stop-at", "profile"])
+    assert result.exit_code == 0
+    profile = json.loads(result.output)
+    assert profile["format"] == "docx" and profile["routing"]["strategy"] == "docx"
+
+
+def test_debug_stops_at_parse_with_raw_rows(runner):
+    result = runner.invoke(main, ["debug", str(DOCS / "mixed.md"), "--stop-at", "parse", "--json"])
+    rows = json.loads(result.output)
+    assert {r["row_type"] for r in rows} >= {"heading", "table"}
+    assert all(r["hierarchy_path"] == [] for r in rows), "parse stops before the hierarchy"
+
+
+def test_debug_stops_at_hierarchy_with_the_heading_tree(runner):
+    result = runner.invoke(main, ["debug", str(DOCS / "word_sample.docx"), "--stop-at", "hierarchy", "--json"])
+    tree = json.loads(result.output)
+    assert tree[0]["title"] == "Swimming in the lake"
+    assert tree[0]["children"][0]["children"][0]["path"] == ["Swimming in the lake", "Let’s swim!", "Let’s eat"]
+
+
+def test_debug_stops_at_chunks(runner):
+    result = runner.invoke(main, ["debug", str(DOCS / "word_tables.docx"), "--stop-at", "chunks", "--json"])
+    chunks = json.loads(result.output)
+    assert sum(c["chunk_type"] == "table" for c in chunks) == 7
+
+
+def test_debug_of_an_unsupported_file_names_the_format(runner, tmp_path):
+    pdf = tmp_path / "x.pdf"
+    pdf.write_bytes(b"%PDF-1.4\n%%EOF")
+    result = runner.invoke(main, ["debug", str(pdf)])
+    assert result.exit_code == 2
+    assert "unsupported format 'pdf'" in result.output
