@@ -1,0 +1,124 @@
+"""Search contracts shared by the publisher, the query service library, the CLI and HTTP."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from corpus_pipeline.contracts.artifacts import ChunkType
+
+CHANNELS = ("path", "content", "term")
+DEFAULT_WEIGHTS: dict[str, float] = {"path": 1.0, "content": 2.0, "term": 1.5}
+RRF_K = 60
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RevisionPointer(_Model):
+    """What a published revision consists of; the namespace's CURRENT file holds one."""
+
+    namespace: str
+    revision: int = Field(ge=1)
+    created_at: datetime
+    tantivy_dir: str = Field(
+        description="Index directory of this revision, relative to the namespace folder."
+    )
+    lance_versions: dict[str, int] = Field(
+        description="LanceDB table name → version of this revision."
+    )
+    documents: int = Field(ge=0)
+    chunks: int = Field(ge=0, description="Unique chunks (after cross-document dedupe).")
+
+
+class SearchRequest(_Model):
+    query: str = Field(min_length=1, max_length=4096)
+    namespace: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    top_k: int = Field(default=10, ge=1, le=200)
+    chunk_types: list[ChunkType] = Field(default_factory=lambda: list(ChunkType))
+    exclude_document_ids: list[str] = Field(default_factory=list, max_length=1000)
+    exclude_section_paths: list[list[str]] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="Section paths (heading titles from the root).",
+    )
+    weights: dict[str, float] | None = Field(
+        default=None, description="Channel weights; default path 1, content 2, term 1.5."
+    )
+
+    @field_validator("query")
+    @classmethod
+    def _query_has_text(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must contain text")
+        return value
+
+    @field_validator("chunk_types")
+    @classmethod
+    def _types_not_empty(cls, value: list[ChunkType]) -> list[ChunkType]:
+        if not value:
+            raise ValueError("chunk_types must not be empty")
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _known_channels(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        if value is not None:
+            unknown = set(value) - set(CHANNELS)
+            if unknown:
+                raise ValueError(f"unknown channels {sorted(unknown)}; known: {list(CHANNELS)}")
+            if any(w < 0 for w in value.values()):
+                raise ValueError("weights must be >= 0")
+        return value
+
+
+class Location(_Model):
+    """One place where a chunk's content occurs."""
+
+    document_id: str
+    source_file_name: str
+    section_path: list[str]
+    pages: list[int] = Field(default_factory=list)
+
+
+class Resource(_Model):
+    """Resolved content of a table or image result."""
+
+    kind: Literal["table", "image"]
+    file_path: str
+    html: str | None = Field(default=None, description="Table HTML with rowspan/colspan.")
+    image_path: str | None = Field(default=None, description="Absolute path of the stored image.")
+    description: str | None = None
+
+
+class SearchResult(_Model):
+    content: str
+    chunk_type: ChunkType
+    document_id: str
+    chunk_id: str
+    source_file_name: str
+    section_path: list[str]
+    pages: list[int]
+    score: float = Field(description="Fused discovery score (weighted reciprocal rank fusion).")
+    channels: dict[str, int] = Field(
+        default_factory=dict, description="Channel → 0-based rank where it ranked."
+    )
+    occurrences: list[Location] = Field(
+        description="Every document and section where this content occurs."
+    )
+    resource: Resource | None = None
+
+
+class SearchResponse(_Model):
+    query: str
+    namespace: str
+    revision: int
+    mode: Literal["classic"] = "classic"
+    small_corpus: bool = Field(
+        description="True when the namespace held no more chunks than top_k."
+    )
+    took_ms: float
+    results: list[SearchResult]

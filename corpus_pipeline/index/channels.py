@@ -1,0 +1,99 @@
+"""Tantivy schema and analyzers of the three search channels.
+
+- content: content + summary, simple tokenizer, lower-cased, English stemming (no stop words
+  are removed: BM25's IDF already discounts them, and removing them breaks queries like 'The Who').
+- path: file name + section paths of every occurrence, same analyzer as content.
+- term: raw content + paths, tokens are whole identifiers (`ISO-9001:2015`, `v1.2.3`,
+  `foo_bar`), lower-cased, never stemmed: exact matches of codes and numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+STEM_ANALYZER = "corpus_stem"
+TERM_ANALYZER = "corpus_term"
+TERM_PATTERN = r"[\p{L}\p{N}]+(?:[-_.:/#+@][\p{L}\p{N}]+)*"
+
+F_CHUNK_ID = "chunk_id"
+F_CHUNK_TYPE = "chunk_type"
+F_DOCUMENT_IDS = "document_ids"
+F_CONTENT = "content"
+F_PATH = "path"
+F_TERM = "term"
+F_STORED = "stored"
+
+CHANNEL_FIELDS = {"content": F_CONTENT, "path": F_PATH, "term": F_TERM}
+CHANNEL_ANALYZERS = {"content": STEM_ANALYZER, "path": STEM_ANALYZER, "term": TERM_ANALYZER}
+
+
+@cache
+def analyzers() -> dict[str, tantivy.TextAnalyzer]:
+    stem = (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(60))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+    term = (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(TERM_PATTERN))
+        .filter(tantivy.Filter.remove_long(80))
+        .filter(tantivy.Filter.lowercase())
+        .build()
+    )
+    return {STEM_ANALYZER: stem, TERM_ANALYZER: term}
+
+
+@cache
+def schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field(F_CHUNK_ID, stored=False, tokenizer_name="raw")
+    builder.add_text_field(F_CHUNK_TYPE, stored=False, tokenizer_name="raw")
+    builder.add_text_field(F_DOCUMENT_IDS, stored=False, tokenizer_name="raw")
+    builder.add_text_field(
+        F_CONTENT, stored=False, tokenizer_name=STEM_ANALYZER, index_option="position"
+    )
+    builder.add_text_field(F_PATH, stored=False, tokenizer_name=STEM_ANALYZER, index_option="freq")
+    builder.add_text_field(
+        F_TERM, stored=False, tokenizer_name=TERM_ANALYZER, index_option="position"
+    )
+    builder.add_bytes_field(F_STORED, stored=True, indexed=False)
+    return builder.build()
+
+
+def _register(index: tantivy.Index) -> tantivy.Index:
+    for name, analyzer in analyzers().items():
+        index.register_tokenizer(name, analyzer)
+    return index
+
+
+def create_index(path: Path) -> tantivy.Index:
+    path.mkdir(parents=True, exist_ok=True)
+    return _register(tantivy.Index(schema(), path=str(path)))
+
+
+def open_index(path: Path) -> tantivy.Index:
+    """Open an existing index with our analyzers (they are not persisted by tantivy)."""
+    return _register(tantivy.Index.open(str(path)))
+
+
+def analyze(channel: str, text: str) -> list[str]:
+    """Tokens of `text` exactly as the channel indexes them."""
+    tokens: list[str] = analyzers()[CHANNEL_ANALYZERS[channel]].analyze(text)
+    return tokens
+
+
+def encode_stored(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+
+
+def decode_stored(data: bytes) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(data)
+    return value

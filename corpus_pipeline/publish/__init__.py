@@ -1,0 +1,1 @@
+"""Publishing: per-document artifacts → one consistent revision per namespace (LanceDB + tantivy)."""

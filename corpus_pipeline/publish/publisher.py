@@ -1,0 +1,516 @@
+"""Publish one consistent revision of a namespace: LanceDB tables + tantivy channels.
+
+Order of work, per call:
+1. lock the namespace (one writer; Dagster's `index_writer` pool serialises runs, the file lock
+   also covers the CLI and a crashed writer), load the CURRENT pointer and roll every LanceDB
+   table back to the version that pointer names (a crashed publish leaves newer versions);
+2. diff the registry against the published documents by artifact signature;
+3. tantivy: a new index folder per revision, hard-linked from the previous one (segments are
+   immutable), updated only for the changed documents' chunks — content-hash dedupe across the
+   namespace means a chunk document lists every place its content occurs;
+4. LanceDB: delete the changed/removed documents' rows, insert the new ones (sections built
+   top-down, graph nodes and `related` edges);
+5. write the revision file and swap CURRENT atomically (os.replace). Readers see the old
+   revision or the new one, never a mix; a crash before step 5 leaves the old one intact.
+
+The work of steps 3–4 grows with the changed documents, not with the corpus: chunk lookups are
+term queries, deletes hit scalar indices, edge candidates come from a label-list index.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import tantivy
+
+from corpus_pipeline.contracts import ChunksFile, ChunkType, DocNav, Manifest, SourceRecord
+from corpus_pipeline.contracts.search import RevisionPointer
+from corpus_pipeline.index import channels as ch
+from corpus_pipeline.publish import tables as t
+from corpus_pipeline.publish.graph import document_keywords, related_edge
+from corpus_pipeline.publish.sections import build_sections
+
+CURRENT = "CURRENT.json"
+KEEP_INDEX_REVISIONS = 3
+_LOCK_FILES = {".tantivy-writer.lock", ".tantivy-meta.lock"}
+
+
+@dataclass(frozen=True)
+class PublishItem:
+    """A document whose artifacts should be published."""
+
+    record: SourceRecord
+    directory: Path
+
+
+@dataclass
+class PublishReport:
+    namespace: str
+    pointer: RevisionPointer | None
+    published: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def namespace_dir(published_dir: Path, namespace: str) -> Path:
+    return published_dir / namespace
+
+
+def read_pointer(ns_dir: Path) -> RevisionPointer | None:
+    path = ns_dir / CURRENT
+    if not path.is_file():
+        return None
+    return RevisionPointer.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def artifact_signature(directory: Path) -> str:
+    """Hash of the manifest's file list: changes exactly when any artifact file changes."""
+    manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    return hashlib.sha256(json.dumps(manifest["files"], sort_keys=True).encode()).hexdigest()
+
+
+@contextmanager
+def namespace_lock(ns_dir: Path) -> Iterator[None]:
+    ns_dir.mkdir(parents=True, exist_ok=True)
+    with (ns_dir / ".publish.lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _pause_point(ns_dir: Path, stage: str) -> None:
+    """Fault-injection point for crash tests: with CORPUS_PUBLISH_PAUSE_AT=<stage> the publisher
+    announces the stage in a marker file and waits there (so a test can kill it)."""
+    if os.environ.get("CORPUS_PUBLISH_PAUSE_AT") == stage:
+        (ns_dir / f".paused-{stage}").write_text(str(os.getpid()), encoding="utf-8")
+        time.sleep(120)
+
+
+def _open_tables(db: Any) -> dict[str, Any]:
+    existing = set(db.table_names())
+    out: dict[str, Any] = {}
+    for name, schema in t.SCHEMAS.items():
+        out[name] = (
+            db.open_table(name) if name in existing else db.create_table(name, schema=schema)
+        )
+    return out
+
+
+def _ensure_indices(tables: dict[str, Any]) -> None:
+    from lancedb.index import BTree, LabelList
+
+    for name, specs in t.INDICES.items():
+        table = tables[name]
+        present = {tuple(i.columns) for i in table.list_indices()}
+        if table.count_rows() == 0:
+            continue
+        for column, kind in specs:
+            if (column,) not in present:
+                table.create_index(column, config=BTree() if kind == "btree" else LabelList())
+
+
+class _ChunkIndexState:
+    """Current tantivy payloads of the chunks this publish touches (read lazily, then edited)."""
+
+    def __init__(self, index: tantivy.Index | None) -> None:
+        self.searcher = index.searcher() if index is not None else None
+        self.payloads: dict[str, dict[str, Any] | None] = {}
+
+    def get(self, chunk_id: str) -> dict[str, Any] | None:
+        if chunk_id not in self.payloads:
+            payload = None
+            if self.searcher is not None:
+                query = tantivy.Query.term_query(ch.schema(), ch.F_CHUNK_ID, chunk_id)
+                hits = self.searcher.search(query, 1).hits
+                if hits:
+                    payload = ch.decode_stored(self.searcher.doc(hits[0][1])[ch.F_STORED][0])
+            self.payloads[chunk_id] = payload
+        return self.payloads[chunk_id]
+
+
+def _index_document(payload: dict[str, Any]) -> tantivy.Document:
+    occurrences = payload["occurrences"]
+    paths = "\n".join(
+        " ".join([occ["source_file_name"], *occ["section_path"]]) for occ in occurrences
+    )
+    doc = tantivy.Document()
+    doc.add_text(ch.F_CHUNK_ID, payload["chunk_id"])
+    doc.add_text(ch.F_CHUNK_TYPE, payload["chunk_type"])
+    for document_id in sorted({occ["document_id"] for occ in occurrences}):
+        doc.add_text(ch.F_DOCUMENT_IDS, document_id)
+    doc.add_text(ch.F_CONTENT, payload["content"] + "\n" + payload["summary"])
+    doc.add_text(ch.F_PATH, paths)
+    doc.add_text(ch.F_TERM, payload["content"] + "\n" + paths)
+    doc.add_bytes(ch.F_STORED, ch.encode_stored(payload))
+    return doc
+
+
+def _prepare_index_dir(ns_dir: Path, previous: RevisionPointer | None, revision: int) -> Path:
+    target = ns_dir / "tantivy" / f"rev-{revision:06d}"
+    if target.exists():
+        shutil.rmtree(target)  # left over by a crashed publish of the same number
+    if previous is None:
+        ch.create_index(target)
+        return target
+    target.mkdir(parents=True)
+    for item in (ns_dir / previous.tantivy_dir).iterdir():
+        if item.name in _LOCK_FILES:
+            continue
+        if item.name.endswith(".json"):
+            shutil.copy2(item, target / item.name)
+        else:
+            os.link(item, target / item.name)
+    return target
+
+
+def _gc_index_dirs(ns_dir: Path, keep: int) -> None:
+    dirs = sorted((ns_dir / "tantivy").glob("rev-*"))
+    for old in dirs[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_pointer(ns_dir: Path, pointer: RevisionPointer) -> None:
+    revisions = ns_dir / "revisions"
+    revisions.mkdir(exist_ok=True)
+    data = pointer.model_dump_json(indent=2) + "\n"
+    (revisions / f"{pointer.revision:06d}.json").write_text(data, encoding="utf-8")
+    tmp = ns_dir / f".{CURRENT}.tmp"
+    tmp.write_text(data, encoding="utf-8")
+    with tmp.open("rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, ns_dir / CURRENT)
+
+
+def _location(record: SourceRecord, occ: Any) -> dict[str, Any]:
+    return {
+        "document_id": record.document_id,
+        "source_file_name": record.source_file_name,
+        "section_path": list(occ.hierarchy_path),
+        "pages": list(occ.page_nums),
+        "order": occ.order,
+    }
+
+
+def _resource(directory: Path, chunk: Any) -> dict[str, Any] | None:
+    path = chunk.metadata.file_path
+    if not path:
+        return None
+    if chunk.chunk_type is ChunkType.TABLE:
+        html_path = directory / path
+        html = html_path.read_text(encoding="utf-8").strip() if html_path.is_file() else None
+        return {
+            "kind": "table",
+            "file_path": path,
+            "html": html,
+            "image_path": None,
+            "description": None,
+        }
+    return {
+        "kind": "image",
+        "file_path": path,
+        "html": None,
+        "image_path": str(directory / path),
+        "description": chunk.content,
+    }
+
+
+def publish_namespace(
+    published_dir: Path, namespace: str, items: list[PublishItem]
+) -> PublishReport:
+    """Publish `items` (every document the namespace should contain) as one new revision."""
+    started = time.perf_counter()
+    ns_dir = namespace_dir(published_dir, namespace)
+    report = PublishReport(namespace=namespace, pointer=None)
+    with namespace_lock(ns_dir):
+        previous = read_pointer(ns_dir)
+        db = lancedb.connect(str(ns_dir / "lance"))
+        tables = _open_tables(db)
+        if previous is not None:
+            for name, table in tables.items():
+                version = previous.lance_versions.get(name)
+                if version is not None and table.version != version:
+                    table.restore(version)
+        mark = time.perf_counter()
+        published_docs = (
+            {
+                row["document_id"]: row
+                for row in tables[t.DOCUMENTS]
+                .search()
+                .select(["document_id", "signature", "created_at"])
+                .limit(None)
+                .to_list()
+            }
+            if previous is not None
+            else {}
+        )
+        wanted = {item.record.document_id: item for item in items}
+        signatures = {doc: artifact_signature(item.directory) for doc, item in wanted.items()}
+        changed = sorted(
+            d for d in wanted if published_docs.get(d, {}).get("signature") != signatures[d]
+        )
+        removed = sorted(d for d in published_docs if d not in wanted)
+        report.unchanged = len(wanted) - len(changed)
+        report.timings["diff"] = time.perf_counter() - mark
+        if previous is not None and not changed and not removed:
+            report.pointer = previous
+            report.seconds = time.perf_counter() - started
+            return report
+        revision = (previous.revision if previous else 0) + 1
+        stale = sorted(set(changed) | set(removed))
+        loaded = {doc: _load_artifacts(wanted[doc].directory) for doc in changed}
+
+        # 3. tantivy
+        mark = time.perf_counter()
+        index_dir = _prepare_index_dir(ns_dir, previous, revision)
+        index = ch.open_index(index_dir)
+        state = _ChunkIndexState(index if previous is not None else None)
+        touched: set[str] = set()
+        if stale and previous is not None:
+            old_rows = (
+                tables[t.CHUNKS]
+                .search()
+                .where(t.in_list("document_id", stale))
+                .select(["document_id", "chunk_id"])
+                .limit(None)
+                .to_list()
+            )
+            for row in old_rows:
+                payload = state.get(row["chunk_id"])
+                if payload is not None:
+                    payload["occurrences"] = [
+                        o for o in payload["occurrences"] if o["document_id"] not in stale
+                    ]
+                    touched.add(row["chunk_id"])
+        for doc in changed:
+            chunks, _nav, _manifest = loaded[doc]
+            record = wanted[doc].record
+            for chunk in chunks.chunks:
+                payload = state.get(chunk.chunk_id)
+                if payload is None:
+                    payload = {
+                        "chunk_id": chunk.chunk_id,
+                        "chunk_type": chunk.chunk_type.value,
+                        "content": chunk.content,
+                        "summary": chunk.metadata.summary,
+                        "resource": _resource(wanted[doc].directory, chunk),
+                        "occurrences": [],
+                    }
+                    state.payloads[chunk.chunk_id] = payload
+                payload["occurrences"].extend(_location(record, occ) for occ in chunk.occurrences)
+                touched.add(chunk.chunk_id)
+        writer = index.writer(heap_size=128_000_000, num_threads=1)
+        for chunk_id in sorted(touched):
+            payload = state.payloads[chunk_id]
+            writer.delete_documents_by_term(ch.F_CHUNK_ID, chunk_id)
+            if payload and payload["occurrences"]:
+                payload["occurrences"].sort(key=lambda o: (o["document_id"], o["order"]))
+                writer.add_document(_index_document(payload))
+        writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        unique_chunks = index.searcher().num_docs
+        report.timings["tantivy"] = time.perf_counter() - mark
+        _pause_point(ns_dir, "tantivy_committed")
+
+        # 4. LanceDB
+        mark = time.perf_counter()
+        if stale and previous is not None:
+            for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES):
+                tables[name].delete(t.in_list("document_id", stale))
+            edges = tables[t.GRAPH_EDGES]
+            edges.delete(f"{t.in_list('source', stale)} OR {t.in_list('target', stale)}")
+        now = datetime.now(UTC)
+        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in t.SCHEMAS}
+        node_keywords: dict[str, list[str]] = {}
+        for doc in changed:
+            chunks, nav, manifest = loaded[doc]
+            record = wanted[doc].record
+            created = published_docs.get(doc, {}).get("created_at") or now
+            rows[t.DOCUMENTS].append(
+                _document_row(
+                    record, manifest, len(chunks.chunks), signatures[doc], revision, created, now
+                )
+            )
+            rows[t.SECTIONS].extend(_section_rows(record, nav, chunks, revision))
+            rows[t.CHUNKS].extend(_chunk_rows(record, chunks, revision))
+            keywords = document_keywords(
+                (c.metadata.keywords, len(c.occurrences)) for c in chunks.chunks
+            )
+            node_keywords[doc] = keywords
+            rows[t.GRAPH_NODES].append(
+                {
+                    "revision": revision,
+                    "namespace": namespace,
+                    "node_id": doc,
+                    "document_id": doc,
+                    "title": manifest.title,
+                    "keywords": keywords,
+                }
+            )
+        for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES):
+            if rows[name]:
+                tables[name].add(t.to_table(name, rows[name]))
+        rows[t.GRAPH_EDGES] = _edges(tables[t.GRAPH_NODES], node_keywords, revision, namespace)
+        if rows[t.GRAPH_EDGES]:
+            tables[t.GRAPH_EDGES].add(t.to_table(t.GRAPH_EDGES, rows[t.GRAPH_EDGES]))
+        _ensure_indices(tables)
+        if revision % 20 == 0:
+            for table in tables.values():
+                table.optimize()
+        report.timings["lance"] = time.perf_counter() - mark
+        _pause_point(ns_dir, "lance_written")
+
+        # 5. swap
+        pointer = RevisionPointer(
+            namespace=namespace,
+            revision=revision,
+            created_at=now,
+            tantivy_dir=index_dir.relative_to(ns_dir).as_posix(),
+            lance_versions={name: table.version for name, table in tables.items()},
+            documents=tables[t.DOCUMENTS].count_rows(),
+            chunks=unique_chunks,
+        )
+        _write_pointer(ns_dir, pointer)
+        _gc_index_dirs(ns_dir, KEEP_INDEX_REVISIONS)
+        report.pointer = pointer
+        report.published = changed
+        report.removed = removed
+        report.seconds = time.perf_counter() - started
+        return report
+
+
+def _load_artifacts(directory: Path) -> tuple[ChunksFile, DocNav, Manifest]:
+    return (
+        ChunksFile.model_validate_json((directory / "chunks.json").read_text(encoding="utf-8")),
+        DocNav.model_validate_json((directory / "doc_nav.json").read_text(encoding="utf-8")),
+        Manifest.model_validate_json((directory / "manifest.json").read_text(encoding="utf-8")),
+    )
+
+
+def _document_row(
+    record: SourceRecord,
+    manifest: Manifest,
+    chunk_count: int,
+    signature: str,
+    revision: int,
+    created: datetime,
+    now: datetime,
+) -> dict[str, Any]:
+    return {
+        "document_id": record.document_id,
+        "namespace": record.namespace,
+        "owner": record.organizational_unit,
+        "status": "active",
+        "active_revision": revision,
+        "source_file_name": record.source_file_name,
+        "format": manifest.profile.format.value,
+        "title": manifest.title,
+        "source_kind": record.source_kind.value,
+        "organizational_unit": record.organizational_unit,
+        "document_date": record.document_date,
+        "chunk_count": chunk_count,
+        "signature": signature,
+        "created_at": created,
+        "updated_at": now,
+    }
+
+
+def _section_rows(
+    record: SourceRecord, nav: DocNav, chunks: ChunksFile, revision: int
+) -> list[dict[str, Any]]:
+    paths = (tuple(occ.hierarchy_path) for c in chunks.chunks for occ in c.occurrences)
+    return [
+        {
+            "revision": revision,
+            "namespace": record.namespace,
+            "document_id": record.document_id,
+            "section_id": s.section_id,
+            "parent_id": s.parent_id,
+            "path": list(s.path),
+            "title": s.title,
+            "level": s.level,
+            "summary": s.summary,
+            "sort_order": s.sort_order,
+        }
+        for s in build_sections(record.document_id, nav.sections, paths)
+    ]
+
+
+def _chunk_rows(record: SourceRecord, chunks: ChunksFile, revision: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "revision": revision,
+            "namespace": record.namespace,
+            "document_id": record.document_id,
+            "chunk_id": c.chunk_id,
+            "chunk_type": c.chunk_type.value,
+            "content": c.content,
+            "searchable_text": c.content + "\n" + c.metadata.summary,
+            "source_path": record.source_file_name,
+            "section_path": list(c.hierarchy_path),
+            "resource_path": c.metadata.file_path,
+            "pages": list(c.metadata.page_nums),
+            "metadata": c.metadata.model_dump_json(),
+            "sort_order": c.metadata.order,
+        }
+        for c in chunks.chunks
+    ]
+
+
+def _edges(
+    nodes: Any, node_keywords: dict[str, list[str]], revision: int, namespace: str
+) -> list[dict[str, Any]]:
+    """Edges of the changed documents, candidates found through the keyword label-list index."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for doc, keywords in node_keywords.items():
+        if len(keywords) < 3:
+            continue
+        literal = ", ".join(t.quote(k) for k in keywords)
+        candidates = (
+            nodes.search()
+            .where(f"array_has_any(keywords, [{literal}]) AND document_id != {t.quote(doc)}")
+            .select(["document_id", "keywords"])
+            .limit(None)
+            .to_list()
+        )
+        for cand in candidates:
+            edge = related_edge(doc, keywords, cand["document_id"], list(cand["keywords"]))
+            if edge is not None:
+                out[(edge.source, edge.target)] = {
+                    "revision": revision,
+                    "namespace": namespace,
+                    "source": edge.source,
+                    "target": edge.target,
+                    "relation": "related",
+                    "score": edge.score,
+                    "shared_keywords": list(edge.shared),
+                }
+    return [out[k] for k in sorted(out)]
+
+
+def publish_items_for(
+    artifacts_dir: Path, records: list[SourceRecord], namespace: str
+) -> list[PublishItem]:
+    """Registered documents of a namespace that have a committed artifact directory."""
+    items = []
+    for record in sorted(records, key=lambda r: r.document_id):
+        directory = artifacts_dir / record.document_id
+        if record.namespace == namespace and (directory / "manifest.json").is_file():
+            items.append(PublishItem(record=record, directory=directory))
+    return items

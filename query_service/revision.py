@@ -1,0 +1,78 @@
+"""A published revision opened for reading: the tantivy index of that revision and the LanceDB
+tables checked out at the versions its pointer names (read-only, immune to later writes)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from corpus_pipeline.contracts.search import RevisionPointer
+from corpus_pipeline.index import channels as ch
+
+os.environ.setdefault("LANCE_LOG", "error")
+CURRENT = "CURRENT.json"
+
+
+class NamespaceNotFound(LookupError):
+    """No published revision exists for the namespace."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        super().__init__(f"namespace '{namespace}' has no published revision")
+
+
+@dataclass
+class Revision:
+    namespace: str
+    pointer: RevisionPointer
+    directory: Path
+    index: tantivy.Index
+    searcher: tantivy.Searcher
+    _tables: dict[str, Any] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def number(self) -> int:
+        return self.pointer.revision
+
+    def table(self, name: str) -> Any:
+        """A LanceDB table at this revision's version (opened once, then shared)."""
+        with self._lock:
+            if name not in self._tables:
+                import lancedb
+
+                db = lancedb.connect(str(self.directory / "lance"))
+                table = db.open_table(name)
+                table.checkout(self.pointer.lance_versions[name])
+                self._tables[name] = table
+            return self._tables[name]
+
+
+def read_current_pointer(published_dir: Path, namespace: str) -> RevisionPointer:
+    path = published_dir / namespace / CURRENT
+    if not path.is_file():
+        raise NamespaceNotFound(namespace)
+    return RevisionPointer.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def open_revision(
+    published_dir: Path, namespace: str, pointer: RevisionPointer | None = None
+) -> Revision:
+    """Open the namespace's current revision (or the given pointer's) fully before returning."""
+    pointer = pointer or read_current_pointer(published_dir, namespace)
+    directory = published_dir / namespace
+    index = ch.open_index(directory / pointer.tantivy_dir)
+    index.config_reader(reload_policy="Manual")
+    index.reload()
+    return Revision(
+        namespace=namespace,
+        pointer=pointer,
+        directory=directory,
+        index=index,
+        searcher=index.searcher(),
+    )
