@@ -37,7 +37,10 @@ def parse_corpus(corpus: Path, out: Path) -> dict[str, str]:
             rows = assign_hierarchy(ctx.rows)
             headings = [{"text": r.text, "level": r.heading_level} for r in rows if r.heading_level]
             tables = [
-                {"page": (r.page_numbers or [None])[0], "html": (work / r.resource_path).read_text(encoding="utf-8")}
+                {
+                    "page": (r.page_numbers or [None])[0],
+                    "html": (work / r.resource_path).read_text(encoding="utf-8"),
+                }
                 for r in rows
                 if r.row_type.value == "table" and r.resource_path
             ]
@@ -58,16 +61,28 @@ def main() -> None:
     seconds = time.perf_counter() - started
     scores_path = args.out / "structure_scores.tmp"
     subprocess.run(
-        [sys.executable, str(args.corpus / "score_structure.py"), str(parsed), "--corpus", str(args.corpus), "--json", str(scores_path)],
+        [
+            sys.executable,
+            str(args.corpus / "score_structure.py"),
+            str(parsed),
+            "--corpus",
+            str(args.corpus),
+            "--json",
+            str(scores_path),
+        ],
         check=True,
         stdout=subprocess.DEVNULL,
     )
     scores = json.loads(scores_path.read_text(encoding="utf-8"))
     scores_path.unlink()
     result = {"seconds": round(seconds, 2), "status": status, "scores": scores}
-    (args.out / "structure_quality.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (args.out / "structure_quality.json").write_text(
+        json.dumps(result, indent=2) + "\n", encoding="utf-8"
+    )
     per_doc = scores.get("per_doc") or scores.get("documents") or {}
-    print(f"{'document':40} {'status':28} {'h.recall':>8} {'h.prec':>7} {'order':>6} {'level':>6} {'t.recall':>8} {'spans':>6}")
+    print(
+        f"{'document':40} {'status':28} {'h.recall':>8} {'h.prec':>7} {'order':>6} {'level':>6} {'t.recall':>8} {'spans':>6}"
+    )
     for doc, st in status.items():
         row = per_doc.get(doc, {}) if isinstance(per_doc, dict) else {}
         h = row.get("headings", {})
@@ -76,7 +91,9 @@ def main() -> None:
         def f(d: dict[str, float], k: str) -> str:
             return f"{d[k]:.2f}" if k in d else "-"
 
-        print(f"{doc:40} {st[:28]:28} {f(h, 'recall'):>8} {f(h, 'precision'):>7} {f(h, 'order'):>6} {f(h, 'level_acc'):>6} {f(t, 'recall'):>8} {f(t, 'span_recall'):>6}")
+        print(
+            f"{doc:40} {st[:28]:28} {f(h, 'recall'):>8} {f(h, 'precision'):>7} {f(h, 'order'):>6} {f(h, 'level_acc'):>6} {f(t, 'recall'):>8} {f(t, 'span_recall'):>6}"
+        )
     print(f"parsed in {seconds:.1f}s; results in {args.out / 'structure_quality.json'}")
 
 

@@ -86,3 +86,34 @@ def tables_of(ctx: ParseContext) -> list[dict[str, Any]]:
         for r in ctx.rows
         if r.row_type.value == "table" and r.resource_path
     ]
+
+
+def build_documents(settings: Any, files: dict[str, bytes | str], namespace: str = "default") -> dict[str, Any]:
+    """Register files and run every stage in-process (no Dagster): name → SourceRecord.
+
+    For tests of what comes after the per-document artifacts (publishing, search).
+    """
+    import tempfile
+
+    from corpus_pipeline.pipeline import process_document
+    from corpus_pipeline.storage import ObjectStore, SourceRegistry
+
+    registry = SourceRegistry(ObjectStore(settings.object_store))
+    records = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, content in files.items():
+            data = content.encode("utf-8") if isinstance(content, str) else content
+            record = registry.register(data, name, namespace)
+            path = Path(tmp) / Path(name).name
+            path.write_bytes(data)
+            process_document(record, path, settings)
+            records[name] = record
+    return records
+
+
+def delete_document(settings: Any, document_id: str) -> None:
+    """Remove a document from the registry (the next publish removes it everywhere)."""
+    from corpus_pipeline.storage import ObjectStore
+
+    store = ObjectStore(settings.object_store)
+    store.fs.rm(f"{store.root}/registry/documents/{document_id}.json")

@@ -67,14 +67,22 @@ def test_debug_stops_at_parse_with_raw_rows(runner):
 
 
 def test_debug_stops_at_hierarchy_with_the_heading_tree(runner):
-    result = runner.invoke(main, ["debug", str(DOCS / "word_sample.docx"), "--stop-at", "hierarchy", "--json"])
+    result = runner.invoke(
+        main, ["debug", str(DOCS / "word_sample.docx"), "--stop-at", "hierarchy", "--json"]
+    )
     tree = json.loads(result.output)
     assert tree[0]["title"] == "Swimming in the lake"
-    assert tree[0]["children"][0]["children"][0]["path"] == ["Swimming in the lake", "Let’s swim!", "Let’s eat"]
+    assert tree[0]["children"][0]["children"][0]["path"] == [
+        "Swimming in the lake",
+        "Let’s swim!",
+        "Let’s eat",
+    ]
 
 
 def test_debug_stops_at_chunks(runner):
-    result = runner.invoke(main, ["debug", str(DOCS / "word_tables.docx"), "--stop-at", "chunks", "--json"])
+    result = runner.invoke(
+        main, ["debug", str(DOCS / "word_tables.docx"), "--stop-at", "chunks", "--json"]
+    )
     chunks = json.loads(result.output)
     assert sum(c["chunk_type"] == "table" for c in chunks) == 7
 

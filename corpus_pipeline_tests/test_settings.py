@@ -29,7 +29,12 @@ def test_corpus_home_roots_every_runtime_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("CORPUS_OBJECT_STORE_URL", raising=False)
     settings = load_settings()
     root = tmp_path / "elsewhere"
-    for folder in (settings.artifacts_dir, settings.work_dir, settings.published_dir, settings.dagster_home):
+    for folder in (
+        settings.artifacts_dir,
+        settings.work_dir,
+        settings.published_dir,
+        settings.dagster_home,
+    ):
         assert Path(folder).is_relative_to(root)
     assert settings.object_store == (root / "objects").as_uri()
 
@@ -43,7 +48,9 @@ def test_a_role_inherits_the_shared_endpoint_and_key(monkeypatch, tmp_path):
     settings = load_settings()
     hierarchy = settings.role("hierarchy")
     assert (hierarchy.model, hierarchy.base_url, hierarchy.api_key.get_secret_value()) == (
-        "h-model", "http://127.0.0.1:9/v1", "k2"
+        "h-model",
+        "http://127.0.0.1:9/v1",
+        "k2",
     )
     assert not settings.role("summary").enabled
     assert "k1" not in repr(settings)

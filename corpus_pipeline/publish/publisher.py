@@ -103,7 +103,7 @@ def _pause_point(ns_dir: Path, stage: str) -> None:
 
 
 def _open_tables(db: Any) -> dict[str, Any]:
-    existing = set(db.table_names())
+    existing = set(db.list_tables().tables)
     out: dict[str, Any] = {}
     for name, schema in t.SCHEMAS.items():
         out[name] = (

@@ -1,0 +1,114 @@
+"""Classic search: channels, exclusions, type filters, the small-corpus path, citations."""
+
+from __future__ import annotations
+
+import pytest
+
+from corpus_pipeline.contracts import ChunkType
+from corpus_pipeline.contracts.search import SearchRequest
+from corpus_pipeline.publish.service import publish
+from query_service.classic import classic_search, shape_query
+from query_service.revision import NamespaceNotFound, open_revision
+
+from .support import DOCS, build_documents
+
+FILES = {
+    "standards.md": "# Quality\n\n## Certification\n\nThe plant is certified to ISO-9001:2015 since March.\n",
+    "iso-notes.md": "# ISO notes\n\n## Overview\n\nISO standards: ISO 9001 was revised in 2015; ISO 14001 covers environment. ISO 9001 audits happen yearly since 2015.\n",
+    "ducks.md": "# Ducks\n\n## Diving ducks\n\nTufted ducks dive for mussels.\n\n## Dabbling ducks\n\nMallards dabble for plants.\n\n## Dabbling ducks in winter\n\nMallards gather on open water.\n",
+    "word_tables.docx": (DOCS / "word_tables.docx").read_bytes(),
+}
+
+
+@pytest.fixture(scope="module")
+def revision(tmp_path_factory):
+    from corpus_pipeline.settings import load_settings
+
+    settings = load_settings(home=tmp_path_factory.mktemp("search"))
+    records = build_documents(settings, FILES)
+    publish(settings)
+    return open_revision(settings.published_dir, "default"), records
+
+
+def run(revision, query: str, **kw):
+    return classic_search(revision[0], SearchRequest(query=query, **kw))
+
+
+def test_results_carry_content_and_the_citation_fields(revision):
+    response = run(revision, "tufted ducks dive", top_k=3)
+    top = response.results[0]
+    assert top.content == "Tufted ducks dive for mussels."
+    assert top.source_file_name == "ducks.md"
+    assert top.document_id == revision[1]["ducks.md"].document_id
+    assert top.section_path == ["Ducks", "Diving ducks"]
+    assert top.chunk_id.startswith("c") and top.pages == [] and top.score > 0
+    assert response.revision == revision[0].number and not response.small_corpus
+
+
+def test_query_shaping_matches_indexing_stemming_and_identifiers():
+    assert shape_query("content", "Diving Ducks") == ["dive", "duck"]
+    assert shape_query("term", "Certified to ISO-9001:2015.") == ["certified", "to", "iso-9001:2015"]
+    assert shape_query("content", "the The THE") == ["the"], "stop words are kept, not surprising"
+
+
+def test_an_exact_identifier_is_found_by_the_term_channel(revision):
+    response = run(revision, "ISO-9001:2015", top_k=2)
+    top = response.results[0]
+    assert top.source_file_name == "standards.md"
+    assert top.channels.get("term") == 0
+
+
+def test_the_term_channel_alone_finds_the_identifier_and_nothing_looser(revision):
+    response = run(revision, "ISO-9001:2015", top_k=5, weights={"path": 0, "content": 0, "term": 1.5})
+    assert [r.source_file_name for r in response.results] == ["standards.md"]
+    assert set(response.results[0].channels) == {"term"}
+
+
+def test_excluded_documents_never_appear(revision):
+    excluded = revision[1]["ducks.md"].document_id
+    response = run(revision, "ducks mallards dabble ISO standards", top_k=5, exclude_document_ids=[excluded])
+    assert response.results and all(r.document_id != excluded for r in response.results)
+
+
+def test_an_excluded_section_removes_its_subtree_only(revision):
+    response = run(revision, "mallards dabble plants open water", top_k=5,
+                   exclude_section_paths=[["Ducks", "Dabbling ducks"]])
+    paths = [r.section_path for r in response.results if r.source_file_name == "ducks.md"]
+    assert ["Ducks", "Dabbling ducks"] not in paths
+    assert ["Ducks", "Dabbling ducks in winter"] in paths, "a sibling with a longer title is not a descendant"
+
+
+def test_type_filter_returns_only_allowed_types_and_tables_carry_html(revision):
+    response = run(revision, "merged cell header", top_k=3, chunk_types=[ChunkType.TABLE])
+    assert response.results and all(r.chunk_type is ChunkType.TABLE for r in response.results)
+    resource = response.results[0].resource
+    assert resource is not None and resource.kind == "table"
+    assert resource.html and resource.html.startswith("<table>") and "colspan" in resource.html + "rowspan"
+
+
+def test_a_small_namespace_returns_every_chunk_without_ranking(revision):
+    total = revision[0].pointer.chunks
+    response = run(revision, "anything at all", top_k=total)
+    assert response.small_corpus
+    assert len(response.results) == total
+    assert all(r.score == 0.0 for r in response.results)
+
+
+def test_the_small_corpus_path_still_applies_type_filters(revision):
+    total = revision[0].pointer.chunks
+    response = run(revision, "x", top_k=total, chunk_types=[ChunkType.TABLE])
+    assert response.small_corpus and len(response.results) == 7
+
+
+def test_an_unpublished_namespace_is_reported_by_name(tmp_path):
+    with pytest.raises(NamespaceNotFound, match="namespace 'nope'"):
+        open_revision(tmp_path, "nope")
+
+
+def test_request_validation_names_the_field():
+    with pytest.raises(ValueError, match="chunk_types"):
+        SearchRequest(query="x", chunk_types=[])
+    with pytest.raises(ValueError, match="query"):
+        SearchRequest(query="   ")
+    with pytest.raises(ValueError, match="unknown channels"):
+        SearchRequest(query="x", weights={"vector": 1.0})

@@ -1,0 +1,53 @@
+"""Graph edge rule at its thresholds, and sections built top-down with missing ancestors."""
+
+from __future__ import annotations
+
+import pytest
+
+from corpus_pipeline.contracts import SectionNode
+from corpus_pipeline.publish.graph import document_keywords, overlap_score, related_edge
+from corpus_pipeline.publish.sections import build_sections, section_id_for
+
+
+def test_overlap_score_is_symmetric():
+    a, b = ["x", "y", "z", "w"], ["x", "y", "z", "q", "r"]
+    assert overlap_score(a, b) == overlap_score(b, a)
+    assert overlap_score(a, b)[0] == pytest.approx(3 / 4)
+
+
+def test_edge_needs_three_shared_keywords_even_at_full_overlap():
+    assert related_edge("d1", ["a", "b"], "d2", ["a", "b", "c"]) is None  # score 1.0, only 2 shared
+    edge = related_edge("d1", ["a", "b", "c"], "d2", ["a", "b", "c", "d"])
+    assert edge is not None and edge.shared == ("a", "b", "c") and edge.score == 1.0
+
+
+def test_edge_needs_a_score_of_at_least_point_eight():
+    five = ["a", "b", "c", "d", "e"]
+    assert related_edge("d1", five, "d2", ["a", "b", "c", "d", "x", "y"]) is not None  # 4/5 = 0.8
+    assert related_edge("d1", five, "d2", ["a", "b", "c", "x", "y"]) is None  # 3/5 = 0.6
+
+
+def test_edge_is_the_same_whichever_document_comes_first():
+    one = related_edge("b-doc", ["k1", "k2", "k3"], "a-doc", ["k1", "k2", "k3"])
+    two = related_edge("a-doc", ["k1", "k2", "k3"], "b-doc", ["k1", "k2", "k3"])
+    assert one == two and one is not None and (one.source, one.target) == ("a-doc", "b-doc")
+
+
+def test_no_self_edges():
+    assert related_edge("d", ["a", "b", "c"], "d", ["a", "b", "c"]) is None
+
+
+def test_document_keywords_weigh_occurrences_and_break_ties_alphabetically():
+    kws = document_keywords([(["duck", "lake"], 1), (["duck", "reed"], 2), (["bird"], 1)], limit=3)
+    assert kws == ["duck", "reed", "bird"]
+
+
+def test_sections_create_missing_ancestors_parents_first():
+    nav = [SectionNode(title="A", path=["A"], level=1, summary="about A", chunk_count=1, children=[])]
+    rows = build_sections("doc1", nav, [("A",), ("B", "B.1", "B.1.a")])
+    assert [r.path for r in rows] == [("A",), ("B",), ("B", "B.1"), ("B", "B.1", "B.1.a")]
+    by_path = {r.path: r for r in rows}
+    assert by_path[("B", "B.1")].parent_id == section_id_for("doc1", ("B",))
+    assert by_path[("B",)].parent_id is None
+    assert by_path[("A",)].summary == "about A"
+    assert by_path[("B", "B.1", "B.1.a")].level == 3
