@@ -229,3 +229,77 @@ def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
     except CorpusError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         sys.exit(2)
+
+
+@main.command("publish")
+@click.option("--namespace", "-n", "namespaces", multiple=True, help="Namespace(s) to publish (default: all).")
+def publish_command(namespaces: tuple[str, ...]) -> None:
+    """Publish the current artifacts as a new revision (only when something changed)."""
+    from corpus_pipeline.publish.service import publish
+
+    for report in publish(_settings(), list(namespaces) or None):
+        pointer = report.pointer
+        console.print(
+            f"{report.namespace}: revision {pointer.revision if pointer else '-'} "
+            f"({len(report.published)} published, {len(report.removed)} removed, {report.unchanged} unchanged; "
+            f"{pointer.chunks if pointer else 0} chunks) in {report.seconds:.2f}s"
+        )
+
+
+def _parse_types(value: str | None) -> list[str]:
+    if not value:
+        return ["text", "image", "table"]
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+@main.command("search")
+@click.argument("query")
+@click.option("--namespace", "-n", default=None, help="Namespace to search (default CORPUS_NAMESPACE).")
+@click.option("--top-k", "-k", default=10, show_default=True, type=int)
+@click.option("--types", default=None, help="Allowed chunk types, comma-separated (text,table,image).")
+@click.option("--exclude-document", "exclude_documents", multiple=True, help="Document id to exclude (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the response object the HTTP API returns.")
+def search_command(
+    query: str, namespace: str | None, top_k: int, types: str | None, exclude_documents: tuple[str, ...], as_json: bool
+) -> None:
+    """Classic search over the published revision: ranked results with citations."""
+    from pydantic import ValidationError
+
+    from corpus_pipeline.contracts.search import SearchRequest
+    from query_service.classic import classic_search
+    from query_service.revision import NamespaceNotFound, open_revision
+
+    settings = _settings(namespace)
+    try:
+        request = SearchRequest(
+            query=query,
+            namespace=namespace or settings.namespace,
+            top_k=top_k,
+            chunk_types=_parse_types(types),  # type: ignore[arg-type]
+            exclude_document_ids=list(exclude_documents),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "request"
+        raise click.UsageError(f"{field}: {first['msg']}") from exc
+    try:
+        revision = open_revision(settings.published_dir, request.namespace)
+    except NamespaceNotFound as exc:
+        raise click.UsageError(f"{exc} (run `corpus ingest` or `corpus publish` first)") from exc
+    response = classic_search(revision, request)
+    if as_json:
+        click.echo(response.model_dump_json(indent=2))
+        return
+    console.print(
+        f"[dim]{len(response.results)} results for[/] {query!r} [dim]in '{response.namespace}' "
+        f"revision {response.revision} ({response.took_ms:.1f} ms)[/]"
+    )
+    for rank, r in enumerate(response.results, 1):
+        where = " > ".join(r.section_path) or "(document start)"
+        pages = f" p.{','.join(map(str, r.pages))}" if r.pages else ""
+        console.print(f"\n[bold]{rank}.[/] [cyan]{r.source_file_name}[/]{pages} — {where} [dim]({r.chunk_type.value}, score {r.score:.4f}, {r.chunk_id})[/]")
+        text = r.content if len(r.content) <= 400 else r.content[:400] + " …"
+        console.print(text, markup=False)
+        if len(r.occurrences) > 1:
+            others = ", ".join(f"{o.source_file_name}: {' > '.join(o.section_path)}" for o in r.occurrences[1:])
+            console.print(f"[dim]also in: {others}[/]")

@@ -130,6 +130,20 @@ def parse_text(ctx: ParseContext) -> None:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for block in _blocks([_Line(i + 1, line.rstrip()) for i, line in enumerate(lines)]):
         _emit_block(ctx, block)
+    _nest_under_title(ctx)
+
+
+def _nest_under_title(ctx: ParseContext) -> None:
+    """An unnumbered heading that opens the file is the document title: numbered sections
+    (`1.`, `2.1`) below it become its children instead of its siblings."""
+    headings = [i for i, row in enumerate(ctx.rows) if row.row_type is RowType.HEADING]
+    if len(headings) < 2 or headings[0] != 0 or _NUMBERED.match(ctx.rows[0].text.strip()):
+        return
+    if not any(_NUMBERED.match(ctx.rows[i].text.strip()) for i in headings[1:]):
+        return
+    for i in headings[1:]:
+        level = ctx.rows[i].heading_level or 1
+        ctx.rows[i] = ctx.rows[i].model_copy(update={"heading_level": min(level + 1, 9)})
 
 
 def _blocks(lines: list[_Line]) -> list[list[_Line]]:
