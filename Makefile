@@ -6,7 +6,7 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo $(CURDIR)/.tools/bin/uv)
 VENV := .venv
 BIN := $(VENV)/bin
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -n 2
 
 .PHONY: setup run dev test lint fix bench clean schemas
 
@@ -21,10 +21,11 @@ $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
 ## setup: create .venv from the lock file (nothing else)
 setup: $(VENV)/.synced
 
-## run: ingest the sample corpus on the embedded defaults and show where the artifacts are
+## run: ingest + publish the sample corpus on the embedded defaults, then one example search
 run: setup
 	$(BIN)/corpus ingest data/sample
-	@echo "Inspect one: $(BIN)/corpus inspect <document_id>"
+	$(BIN)/corpus search "How do tufted ducks feed?" --top-k 3
+	@echo "More: $(BIN)/corpus search \"QUERY\" | $(BIN)/corpus inspect <document_id> | make dev"
 
 ## dev: the Dagster UI on 127.0.0.1:3000 over the same definitions and instance
 dev: setup

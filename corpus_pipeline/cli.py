@@ -49,7 +49,7 @@ def ingest_command(
     paths: tuple[Path, ...], namespace: str | None, organizational_unit: str | None, as_json: bool
 ) -> None:
     """Store, parse and chunk files or folders; prints one line per file."""
-    from corpus_pipeline.ingest import collect_files, ingest
+    from corpus_pipeline.ingest import collect_files, ingest, publish_namespace_run
 
     settings = _settings(namespace)
     try:
@@ -75,6 +75,10 @@ def ingest_command(
             organizational_unit,
             on_progress=lambda r: progress.update(task, advance=1, description=r.source_file_name),
         )
+    ns = namespace or settings.namespace
+    published = (
+        publish_namespace_run(settings, ns) if any(r.status == "ok" for r in results) else None
+    )
     if as_json:
         click.echo(
             json.dumps(
@@ -106,10 +110,16 @@ def ingest_command(
                     f"[red]failed[/] {r.document_id or '-'}  {r.source_file_name}  {r.error}"
                 )
         ok = sum(r.status == "ok" for r in results)
-        console.print(
-            f"{ok}/{len(results)} documents in namespace '{namespace or settings.namespace}'"
-        )
+        console.print(f"{ok}/{len(results)} documents in namespace '{ns}'")
         console.print(f"artifacts: {settings.artifacts_dir}")
+        if published is not None and published.error is None:
+            console.print(
+                f"published: namespace '{ns}' revision {published.revision} ({published.documents} "
+                f"documents, {published.chunks} unique chunks) in {settings.published_dir / ns}"
+            )
+    if published is not None and published.error is not None:
+        err_console.print(f"[red]publish failed:[/] {published.error}")
+        sys.exit(1)
     if any(r.status != "ok" for r in results):
         sys.exit(1)
 
@@ -232,7 +242,9 @@ def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
 
 
 @main.command("publish")
-@click.option("--namespace", "-n", "namespaces", multiple=True, help="Namespace(s) to publish (default: all).")
+@click.option(
+    "--namespace", "-n", "namespaces", multiple=True, help="Namespace(s) to publish (default: all)."
+)
 def publish_command(namespaces: tuple[str, ...]) -> None:
     """Publish the current artifacts as a new revision (only when something changed)."""
     from corpus_pipeline.publish.service import publish
@@ -240,9 +252,9 @@ def publish_command(namespaces: tuple[str, ...]) -> None:
     for report in publish(_settings(), list(namespaces) or None):
         pointer = report.pointer
         console.print(
-            f"{report.namespace}: revision {pointer.revision if pointer else '-'} "
+            f"{report.namespace}: revision {pointer.revision} "
             f"({len(report.published)} published, {len(report.removed)} removed, {report.unchanged} unchanged; "
-            f"{pointer.chunks if pointer else 0} chunks) in {report.seconds:.2f}s"
+            f"{pointer.chunks} chunks) in {report.seconds:.2f}s"
         )
 
 
@@ -254,13 +266,29 @@ def _parse_types(value: str | None) -> list[str]:
 
 @main.command("search")
 @click.argument("query")
-@click.option("--namespace", "-n", default=None, help="Namespace to search (default CORPUS_NAMESPACE).")
+@click.option(
+    "--namespace", "-n", default=None, help="Namespace to search (default CORPUS_NAMESPACE)."
+)
 @click.option("--top-k", "-k", default=10, show_default=True, type=int)
-@click.option("--types", default=None, help="Allowed chunk types, comma-separated (text,table,image).")
-@click.option("--exclude-document", "exclude_documents", multiple=True, help="Document id to exclude (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print the response object the HTTP API returns.")
+@click.option(
+    "--types", default=None, help="Allowed chunk types, comma-separated (text,table,image)."
+)
+@click.option(
+    "--exclude-document",
+    "exclude_documents",
+    multiple=True,
+    help="Document id to exclude (repeatable).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the response object the HTTP API returns."
+)
 def search_command(
-    query: str, namespace: str | None, top_k: int, types: str | None, exclude_documents: tuple[str, ...], as_json: bool
+    query: str,
+    namespace: str | None,
+    top_k: int,
+    types: str | None,
+    exclude_documents: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Classic search over the published revision: ranked results with citations."""
     from pydantic import ValidationError
@@ -297,9 +325,38 @@ def search_command(
     for rank, r in enumerate(response.results, 1):
         where = " > ".join(r.section_path) or "(document start)"
         pages = f" p.{','.join(map(str, r.pages))}" if r.pages else ""
-        console.print(f"\n[bold]{rank}.[/] [cyan]{r.source_file_name}[/]{pages} — {where} [dim]({r.chunk_type.value}, score {r.score:.4f}, {r.chunk_id})[/]")
+        console.print(
+            f"\n[bold]{rank}.[/] [cyan]{r.source_file_name}[/]{pages} — {where} [dim]({r.chunk_type.value}, score {r.score:.4f}, {r.chunk_id})[/]"
+        )
         text = r.content if len(r.content) <= 400 else r.content[:400] + " …"
         console.print(text, markup=False)
         if len(r.occurrences) > 1:
-            others = ", ".join(f"{o.source_file_name}: {' > '.join(o.section_path)}" for o in r.occurrences[1:])
+            others = ", ".join(
+                f"{o.source_file_name}: {' > '.join(o.section_path)}" for o in r.occurrences[1:]
+            )
             console.print(f"[dim]also in: {others}[/]")
+
+
+@main.command("delete")
+@click.argument("document_id")
+def delete_command(document_id: str) -> None:
+    """Delete a document: forget its record and artifacts, then publish its namespace without it."""
+    import shutil
+
+    from corpus_pipeline.ingest import publish_namespace_run
+    from corpus_pipeline.storage import ObjectStore, SourceRegistry
+
+    settings = _settings()
+    try:
+        record = SourceRegistry(ObjectStore(settings.object_store)).delete(document_id)
+    except CorpusError as exc:
+        raise click.UsageError(str(exc)) from exc
+    shutil.rmtree(settings.artifacts_dir / document_id, ignore_errors=True)
+    shutil.rmtree(settings.work_dir / document_id, ignore_errors=True)
+    outcome = publish_namespace_run(settings, record.namespace)
+    if outcome.error:
+        err_console.print(f"[red]publish failed:[/] {outcome.error}")
+        sys.exit(1)
+    console.print(
+        f"deleted {document_id} ({record.source_file_name}); namespace '{record.namespace}' is at revision {outcome.revision}"
+    )

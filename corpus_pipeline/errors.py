@@ -30,3 +30,11 @@ class InvalidInputError(CorpusError):
     def __init__(self, field: str, detail: str) -> None:
         self.field = field
         super().__init__(f"{field}: {detail}")
+
+
+class StorageError(CorpusError):
+    """The object store failed; the message names the operation, never the endpoint or keys."""
+
+    def __init__(self, operation: str, key: str, cause: BaseException) -> None:
+        self.operation = operation
+        super().__init__(f"object store {operation} of '{key}' failed ({type(cause).__name__})")

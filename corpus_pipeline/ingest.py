@@ -22,12 +22,13 @@ from corpus_pipeline.defs.checks import (
 )
 from corpus_pipeline.defs.documents import DOCUMENT_ASSETS
 from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION
+from corpus_pipeline.defs.publish import corpus_revision
 from corpus_pipeline.defs.resources import (
     CorpusRootResource,
     ModelSettingsResource,
     ObjectStoreResource,
 )
-from corpus_pipeline.errors import InvalidInputError
+from corpus_pipeline.errors import CorpusError, InvalidInputError
 from corpus_pipeline.pipeline import document_dir
 from corpus_pipeline.settings import CorpusSettings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
@@ -35,6 +36,15 @@ from corpus_pipeline.storage import ObjectStore, SourceRegistry
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _DEFAULT_DAGSTER_YAML = "telemetry:\n  enabled: false\n"
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+@dataclass
+class PublishOutcome:
+    namespace: str
+    revision: int | None
+    documents: int
+    chunks: int
+    error: str | None = None
 
 
 @dataclass
@@ -160,14 +170,33 @@ def ingest(
             else:
                 outcome.error = _failure_message(run)
                 shutil.rmtree(settings.work_dir / record.document_id, ignore_errors=True)
-        except (OSError, InvalidInputError) as exc:
-            outcome.error = (
-                str(exc)
-                if isinstance(exc, InvalidInputError)
-                else f"cannot read file: {exc.strerror}"
-            )
+        except CorpusError as exc:
+            outcome.error = str(exc)
+        except OSError as exc:
+            outcome.error = f"cannot read file: {exc.strerror}"
         outcome.seconds = time.perf_counter() - started
         results.append(outcome)
         if on_progress is not None:
             on_progress(outcome)
     return results
+
+
+def publish_namespace_run(settings: CorpusSettings, namespace: str) -> PublishOutcome:
+    """Materialise the corpus revision for one namespace (one revision for the whole batch)."""
+    instance = dagster_instance(settings)
+    run = dg.materialize(
+        [corpus_revision],
+        instance=instance,
+        resources=resources_for(settings),
+        raise_on_error=False,
+        tags={"corpus/namespace": namespace, "corpus/trigger": "cli"},
+        run_config={**_QUIET, "ops": {"corpus_revision": {"config": {"namespaces": [namespace]}}}},
+    )
+    if not run.success:
+        return PublishOutcome(namespace, None, 0, 0, _failure_message(run))
+    from corpus_pipeline.publish.publisher import read_pointer
+
+    pointer = read_pointer(settings.published_dir / namespace)
+    if pointer is None:
+        return PublishOutcome(namespace, None, 0, 0, None)
+    return PublishOutcome(namespace, pointer.revision, pointer.documents, pointer.chunks)

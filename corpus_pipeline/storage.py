@@ -5,6 +5,8 @@ is an s3:// URL)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ from typing import Any
 import fsspec
 
 from corpus_pipeline.contracts import SourceKind, SourceRecord
-from corpus_pipeline.errors import InvalidInputError
+from corpus_pipeline.errors import CorpusError, InvalidInputError, StorageError
 from corpus_pipeline.ids import document_id_for, sha256_bytes
 
 
@@ -21,34 +23,61 @@ class ObjectStore:
 
     def __init__(self, url: str, **storage_options: Any) -> None:
         self.url = url.rstrip("/")
+        # No listings cache: other processes write to the same store, and a cached listing
+        # would hide their objects from `exists`/`cat_file` (s3fs caches listings per instance).
+        storage_options.setdefault("use_listings_cache", False)
         self.fs, self.root = fsspec.core.url_to_fs(self.url, **storage_options)
+        self._local = "file" in (
+            self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        )
 
     def _path(self, key: str) -> str:
         if key.startswith("/") or ".." in key.split("/"):
             raise InvalidInputError("object_key", "must be a relative key without '..'")
         return f"{self.root}/{key}"
 
+    @contextmanager
+    def _operation(self, name: str, key: str) -> Iterator[None]:
+        """Backends raise many exception types (OSError, botocore, aiohttp), some with the
+        endpoint in their text: surface one safe StorageError instead."""
+        try:
+            yield
+        except CorpusError:
+            raise
+        except Exception as exc:
+            raise StorageError(name, key, exc) from exc
+
     def exists(self, key: str) -> bool:
-        return bool(self.fs.exists(self._path(key)))
+        with self._operation("lookup", key):
+            return bool(self.fs.exists(self._path(key)))
 
     def put_bytes(self, key: str, data: bytes) -> None:
+        """Write atomically (temporary key, then move). Only a local store creates folders:
+        on S3 `makedirs` would silently create a missing bucket."""
         path = self._path(key)
-        parent = path.rsplit("/", 1)[0]
-        self.fs.makedirs(parent, exist_ok=True)
-        tmp = f"{path}.partial"
-        self.fs.pipe_file(tmp, data)
-        self.fs.mv(tmp, path)
+        with self._operation("write", key):
+            if self._local:
+                self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+            tmp = f"{path}.partial"
+            self.fs.pipe_file(tmp, data)
+            self.fs.mv(tmp, path)
 
     def get_bytes(self, key: str) -> bytes:
-        data: bytes = self.fs.cat_file(self._path(key))
+        with self._operation("read", key):
+            data: bytes = self.fs.cat_file(self._path(key))
         return data
+
+    def delete(self, key: str) -> None:
+        with self._operation("delete", key):
+            self.fs.rm(self._path(key))
 
     def list(self, prefix: str) -> list[str]:
         base = self._path(prefix).rstrip("/")
-        if not self.fs.exists(base):
-            return []
-        root = self.root.rstrip("/") + "/"
-        return sorted(str(p).removeprefix(root) for p in self.fs.find(base))
+        with self._operation("list", prefix):
+            if not self.fs.exists(base):
+                return []
+            root = self.root.rstrip("/") + "/"
+            return sorted(str(p).removeprefix(root) for p in self.fs.find(base))
 
 
 class SourceRegistry:
@@ -98,6 +127,13 @@ class SourceRegistry:
             for key in self.store.list("registry/documents")
             if key.endswith(".json")
         ]
+
+    def delete(self, document_id: str) -> SourceRecord:
+        """Forget a document (its record); the next publish removes it from every table.
+        The content-addressed bytes stay: another document may share them."""
+        record = self.get(document_id)
+        self.store.delete(self._record_key(document_id))
+        return record
 
     def fetch_source(self, record: SourceRecord, target_dir: Path) -> Path:
         """Copy the stored bytes to a local working file and verify their hash."""

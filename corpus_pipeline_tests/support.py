@@ -88,7 +88,9 @@ def tables_of(ctx: ParseContext) -> list[dict[str, Any]]:
     ]
 
 
-def build_documents(settings: Any, files: dict[str, bytes | str], namespace: str = "default") -> dict[str, Any]:
+def build_documents(
+    settings: Any, files: dict[str, bytes | str], namespace: str = "default"
+) -> dict[str, Any]:
     """Register files and run every stage in-process (no Dagster): name → SourceRecord.
 
     For tests of what comes after the per-document artifacts (publishing, search).
@@ -109,11 +111,3 @@ def build_documents(settings: Any, files: dict[str, bytes | str], namespace: str
             process_document(record, path, settings)
             records[name] = record
     return records
-
-
-def delete_document(settings: Any, document_id: str) -> None:
-    """Remove a document from the registry (the next publish removes it everywhere)."""
-    from corpus_pipeline.storage import ObjectStore
-
-    store = ObjectStore(settings.object_store)
-    store.fs.rm(f"{store.root}/registry/documents/{document_id}.json")

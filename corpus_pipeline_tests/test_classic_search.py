@@ -12,7 +12,7 @@ from query_service.revision import NamespaceNotFound, open_revision
 
 from .support import DOCS, build_documents
 
-FILES = {
+FILES: dict[str, bytes | str] = {
     "standards.md": "# Quality\n\n## Certification\n\nThe plant is certified to ISO-9001:2015 since March.\n",
     "iso-notes.md": "# ISO notes\n\n## Overview\n\nISO standards: ISO 9001 was revised in 2015; ISO 14001 covers environment. ISO 9001 audits happen yearly since 2015.\n",
     "ducks.md": "# Ducks\n\n## Diving ducks\n\nTufted ducks dive for mussels.\n\n## Dabbling ducks\n\nMallards dabble for plants.\n\n## Dabbling ducks in winter\n\nMallards gather on open water.\n",
@@ -47,7 +47,11 @@ def test_results_carry_content_and_the_citation_fields(revision):
 
 def test_query_shaping_matches_indexing_stemming_and_identifiers():
     assert shape_query("content", "Diving Ducks") == ["dive", "duck"]
-    assert shape_query("term", "Certified to ISO-9001:2015.") == ["certified", "to", "iso-9001:2015"]
+    assert shape_query("term", "Certified to ISO-9001:2015.") == [
+        "certified",
+        "to",
+        "iso-9001:2015",
+    ]
     assert shape_query("content", "the The THE") == ["the"], "stop words are kept, not surprising"
 
 
@@ -59,23 +63,33 @@ def test_an_exact_identifier_is_found_by_the_term_channel(revision):
 
 
 def test_the_term_channel_alone_finds_the_identifier_and_nothing_looser(revision):
-    response = run(revision, "ISO-9001:2015", top_k=5, weights={"path": 0, "content": 0, "term": 1.5})
+    response = run(
+        revision, "ISO-9001:2015", top_k=5, weights={"path": 0, "content": 0, "term": 1.5}
+    )
     assert [r.source_file_name for r in response.results] == ["standards.md"]
     assert set(response.results[0].channels) == {"term"}
 
 
 def test_excluded_documents_never_appear(revision):
     excluded = revision[1]["ducks.md"].document_id
-    response = run(revision, "ducks mallards dabble ISO standards", top_k=5, exclude_document_ids=[excluded])
+    response = run(
+        revision, "ducks mallards dabble ISO standards", top_k=5, exclude_document_ids=[excluded]
+    )
     assert response.results and all(r.document_id != excluded for r in response.results)
 
 
 def test_an_excluded_section_removes_its_subtree_only(revision):
-    response = run(revision, "mallards dabble plants open water", top_k=5,
-                   exclude_section_paths=[["Ducks", "Dabbling ducks"]])
+    response = run(
+        revision,
+        "mallards dabble plants open water",
+        top_k=5,
+        exclude_section_paths=[["Ducks", "Dabbling ducks"]],
+    )
     paths = [r.section_path for r in response.results if r.source_file_name == "ducks.md"]
     assert ["Ducks", "Dabbling ducks"] not in paths
-    assert ["Ducks", "Dabbling ducks in winter"] in paths, "a sibling with a longer title is not a descendant"
+    assert ["Ducks", "Dabbling ducks in winter"] in paths, (
+        "a sibling with a longer title is not a descendant"
+    )
 
 
 def test_type_filter_returns_only_allowed_types_and_tables_carry_html(revision):
@@ -83,7 +97,11 @@ def test_type_filter_returns_only_allowed_types_and_tables_carry_html(revision):
     assert response.results and all(r.chunk_type is ChunkType.TABLE for r in response.results)
     resource = response.results[0].resource
     assert resource is not None and resource.kind == "table"
-    assert resource.html and resource.html.startswith("<table>") and "colspan" in resource.html + "rowspan"
+    assert (
+        resource.html
+        and resource.html.startswith("<table>")
+        and "colspan" in resource.html + "rowspan"
+    )
 
 
 def test_a_small_namespace_returns_every_chunk_without_ranking(revision):

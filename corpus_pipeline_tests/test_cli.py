@@ -93,3 +93,45 @@ def test_debug_of_an_unsupported_file_names_the_format(runner, tmp_path):
     result = runner.invoke(main, ["debug", str(pdf)])
     assert result.exit_code == 2
     assert "unsupported format 'pdf'" in result.output
+
+
+@pytest.mark.slow
+def test_a_search_right_after_ingest_sees_the_files(runner, tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "ducks.md").write_text("# Ducks\n\n## Feeding\n\nTufted ducks dive for mussels.\n")
+    (inbox / "geese.md").write_text("# Geese\n\nGeese graze on grass.\n")
+    ingested = runner.invoke(main, ["ingest", str(inbox)])
+    assert ingested.exit_code == 0, ingested.output
+    assert "published: namespace 'default' revision 1 (2 documents" in ingested.output
+    found = runner.invoke(
+        main, ["search", "Which ducks dive for mussels?", "--json", "--top-k", "1"]
+    )
+    assert found.exit_code == 0, found.output
+    response = json.loads(found.output)
+    (top,) = response["results"]
+    assert top["source_file_name"] == "ducks.md"
+    assert top["section_path"] == ["Ducks", "Feeding"]
+    assert {"content", "chunk_type", "document_id", "chunk_id", "pages", "score"} <= set(top)
+
+
+@pytest.mark.slow
+def test_delete_removes_the_document_from_search(runner, tmp_path):
+    doc = tmp_path / "swans.md"
+    doc.write_text("# Swans\n\nMute swans are the heaviest flying birds of the lake.\n")
+    other = tmp_path / "coots.md"
+    other.write_text("# Coots\n\nCoots have lobed toes instead of webbed feet.\n")
+    (summary, _) = json.loads(
+        runner.invoke(main, ["ingest", str(doc), str(other), "--json"]).output
+    )
+    deleted = runner.invoke(main, ["delete", summary["document_id"]])
+    assert deleted.exit_code == 0, deleted.output
+    assert "revision 2" in deleted.output
+    found = json.loads(runner.invoke(main, ["search", "heaviest flying birds", "--json"]).output)
+    assert all(r["source_file_name"] != "swans.md" for r in found["results"])
+
+
+def test_search_before_any_publish_says_what_to_do(runner):
+    result = runner.invoke(main, ["search", "anything"])
+    assert result.exit_code == 2
+    assert "has no published revision" in result.output and "corpus ingest" in result.output

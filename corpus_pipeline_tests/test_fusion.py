@@ -46,5 +46,8 @@ def test_ties_break_deterministically_by_best_rank_then_id():
 
 
 def test_a_channel_with_weight_zero_contributes_nothing():
-    fused = {f.key: f.score for f in weighted_rrf({"path": ["a"], "term": ["a"]}, {"path": 0.0, "term": 1.0})}
+    fused = {
+        f.key: f.score
+        for f in weighted_rrf({"path": ["a"], "term": ["a"]}, {"path": 0.0, "term": 1.0})
+    }
     assert fused["a"] == pytest.approx(1 / 61)

@@ -43,7 +43,9 @@ def test_document_keywords_weigh_occurrences_and_break_ties_alphabetically():
 
 
 def test_sections_create_missing_ancestors_parents_first():
-    nav = [SectionNode(title="A", path=["A"], level=1, summary="about A", chunk_count=1, children=[])]
+    nav = [
+        SectionNode(title="A", path=["A"], level=1, summary="about A", chunk_count=1, children=[])
+    ]
     rows = build_sections("doc1", nav, [("A",), ("B", "B.1", "B.1.a")])
     assert [r.path for r in rows] == [("A",), ("B",), ("B", "B.1"), ("B", "B.1", "B.1.a")]
     by_path = {r.path: r for r in rows}

@@ -110,7 +110,9 @@ def test_empty_input_emits_nothing_and_a_diagnostic(tmp_path: Path) -> None:
 
 def test_an_opening_title_line_becomes_the_parent_of_numbered_sections(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
-    path.write_text("FIELD NOTES\n\n1. Site\n\nThe north shore.\n\n1.1 Access\n\nBy boat.\n\n2. Species\n\nMallards.\n")
+    path.write_text(
+        "FIELD NOTES\n\n1. Site\n\nThe north shore.\n\n1.1 Access\n\nBy boat.\n\n2. Species\n\nMallards.\n"
+    )
     ctx = run_parser(parse_text, path, tmp_path / "work", FileFormat.TEXT)
     levels = [(r.text, r.heading_level) for r in ctx.rows if r.row_type is RowType.HEADING]
     assert levels == [("FIELD NOTES", 1), ("1. Site", 2), ("1.1 Access", 3), ("2. Species", 2)]

@@ -15,10 +15,11 @@ from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.publish import tables as t
 from corpus_pipeline.publish.publisher import read_pointer
 from corpus_pipeline.publish.service import publish
+from corpus_pipeline.storage import ObjectStore, SourceRegistry
 from query_service.classic import classic_search
 from query_service.revision import open_revision
 
-from .support import build_documents, delete_document
+from .support import build_documents
 
 SHARED = "Ducks molt their flight feathers once a year and cannot fly for several weeks."
 ALPHA = f"# Alpha report\n\n## Moulting\n\n{SHARED}\n\n## Diet\n\nAlpha ducks eat duckweed and snails.\n"
@@ -47,7 +48,11 @@ def test_identical_content_is_indexed_once_and_cites_every_place(published):
         (records["alpha.md"].document_id, ("Alpha report", "Moulting")),
         (records["beta.md"].document_id, ("Beta notes", "Seasons")),
     }
-    lance_rows = lancedb.connect(str(settings.published_dir / "default" / "lance")).open_table(t.CHUNKS).count_rows()
+    lance_rows = (
+        lancedb.connect(str(settings.published_dir / "default" / "lance"))
+        .open_table(t.CHUNKS)
+        .count_rows()
+    )
     assert report.pointer.chunks == lance_rows - 1, "the shared chunk is one index document"
 
 
@@ -56,10 +61,19 @@ def test_lance_tables_describe_the_same_documents_and_sections(published):
     revision = open_revision(settings.published_dir, "default")
     docs = revision.table(t.DOCUMENTS).to_arrow().to_pylist()
     assert {d["source_file_name"] for d in docs} == {"alpha.md", "beta.md", "gamma.md"}
-    assert all(d["active_revision"] == report.pointer.revision and d["status"] == "active" for d in docs)
-    sections = revision.table(t.SECTIONS).search().where(f"document_id = '{records['alpha.md'].document_id}'").to_list()
+    assert all(
+        d["active_revision"] == report.pointer.revision and d["status"] == "active" for d in docs
+    )
+    sections = (
+        revision.table(t.SECTIONS)
+        .search()
+        .where(f"document_id = '{records['alpha.md'].document_id}'")
+        .to_list()
+    )
     assert sorted(tuple(s["path"]) for s in sections) == [
-        ("Alpha report",), ("Alpha report", "Diet"), ("Alpha report", "Moulting")
+        ("Alpha report",),
+        ("Alpha report", "Diet"),
+        ("Alpha report", "Moulting"),
     ]
     nodes = revision.table(t.GRAPH_NODES).to_arrow().to_pylist()
     assert len(nodes) == 3 and all(n["keywords"] for n in nodes)
@@ -74,27 +88,43 @@ def test_publishing_without_changes_keeps_the_revision(published):
 
 def test_a_changed_document_replaces_its_previous_revision(published):
     settings, records, report = published
-    build_documents(settings, {"gamma.md": "# Gamma\n\nSwans are the largest waterfowl of the lake.\n"})
+    build_documents(
+        settings, {"gamma.md": "# Gamma\n\nSwans are the largest waterfowl of the lake.\n"}
+    )
     (second,) = publish(settings)
     assert second.pointer.revision == report.pointer.revision + 1
     assert second.published == [records["gamma.md"].document_id]
     assert search(settings, "swans largest waterfowl").results[0].source_file_name == "gamma.md"
-    assert all("V-shaped" not in r.content for r in search(settings, "geese migrate flocks", top_k=10).results)
+    assert all(
+        "V-shaped" not in r.content
+        for r in search(settings, "geese migrate flocks", top_k=10).results
+    )
     revision = open_revision(settings.published_dir, "default")
-    rows = revision.table(t.CHUNKS).search().where(f"document_id = '{records['gamma.md'].document_id}'").to_list()
+    rows = (
+        revision.table(t.CHUNKS)
+        .search()
+        .where(f"document_id = '{records['gamma.md'].document_id}'")
+        .to_list()
+    )
     assert [r["content"] for r in rows] == ["Swans are the largest waterfowl of the lake."]
 
 
 def test_deleting_a_document_removes_it_from_every_table_and_channel(published):
     settings, records, _ = published
     doc = records["beta.md"].document_id
-    delete_document(settings, doc)
+    SourceRegistry(ObjectStore(settings.object_store)).delete(doc)
     (report,) = publish(settings)
     assert report.removed == [doc]
     revision = open_revision(settings.published_dir, "default")
     for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES):
         assert revision.table(name).search().where(f"document_id = '{doc}'").to_list() == []
-    assert revision.table(t.GRAPH_EDGES).search().where(f"source = '{doc}' OR target = '{doc}'").to_list() == []
+    assert (
+        revision.table(t.GRAPH_EDGES)
+        .search()
+        .where(f"source = '{doc}' OR target = '{doc}'")
+        .to_list()
+        == []
+    )
     for result in search(settings, "ducks nest reeds shore flight feathers", top_k=10).results:
         assert all(o.document_id != doc for o in result.occurrences)
     shared = search(settings, "flight feathers molt").results[0]
@@ -102,7 +132,7 @@ def test_deleting_a_document_removes_it_from_every_table_and_channel(published):
 
 
 def test_a_reader_keeps_its_revision_while_a_new_one_is_published(published):
-    settings, records, _ = published
+    settings, _, _ = published
     old = open_revision(settings.published_dir, "default")
     build_documents(settings, {"gamma.md": "# Gamma\n\nPelicans scoop fish with their pouch.\n"})
     publish(settings)
@@ -113,12 +143,16 @@ def test_a_reader_keeps_its_revision_while_a_new_one_is_published(published):
 
 def test_documents_sharing_enough_keywords_get_a_related_edge(settings):
     text = "# {t}\n\nMallard ducks dabble in ponds. Mallard ducks nest in reeds. Ponds freeze in winter; reeds shelter mallard ducks.\n"
-    records = build_documents(settings, {"one.md": text.format(t="One"), "two.md": text.format(t="Two")})
+    records = build_documents(
+        settings, {"one.md": text.format(t="One"), "two.md": text.format(t="Two")}
+    )
     publish(settings)
     revision = open_revision(settings.published_dir, "default")
     (edge,) = revision.table(t.GRAPH_EDGES).to_arrow().to_pylist()
     assert {edge["source"], edge["target"]} == {r.document_id for r in records.values()}
-    assert edge["relation"] == "related" and edge["score"] >= 0.8 and len(edge["shared_keywords"]) >= 3
+    assert (
+        edge["relation"] == "related" and edge["score"] >= 0.8 and len(edge["shared_keywords"]) >= 3
+    )
 
 
 _CHILD = """
@@ -154,5 +188,10 @@ def test_killing_the_publisher_mid_way_leaves_the_previous_revision_searchable(p
     assert recovered.pointer.revision == report.pointer.revision + 1
     assert search(settings, "cormorants dry wings").results[0].source_file_name == "gamma.md"
     revision = open_revision(settings.published_dir, "default")
-    gamma_rows = revision.table(t.CHUNKS).search().where(f"document_id = '{records['gamma.md'].document_id}'").to_list()
+    gamma_rows = (
+        revision.table(t.CHUNKS)
+        .search()
+        .where(f"document_id = '{records['gamma.md'].document_id}'")
+        .to_list()
+    )
     assert [r["content"] for r in gamma_rows] == ["Cormorants dry their wings in the sun."]

@@ -12,11 +12,14 @@ from corpus_pipeline.defs.resources import (
     ObjectStoreResource,
     resolve_settings,
 )
+from corpus_pipeline.errors import CorpusError
 from corpus_pipeline.publish.service import publish
 
 
 class PublishConfig(dg.Config):
-    namespaces: list[str] = Field(default_factory=list, description="Empty = every known namespace.")
+    namespaces: list[str] = Field(
+        default_factory=list, description="Empty = every known namespace."
+    )
 
 
 @dg.asset(
@@ -37,19 +40,22 @@ def corpus_revision(
     models: ModelSettingsResource,
 ) -> dg.MaterializeResult:  # type: ignore[type-arg]
     settings = resolve_settings(corpus, object_store, models)
-    reports = publish(settings, config.namespaces or None)
+    try:
+        reports = publish(settings, config.namespaces or None)
+    except CorpusError as exc:
+        raise dg.Failure(description=str(exc)) from exc
     metadata: dict[str, dg.RawMetadataValue] = {}
     for report in reports:
         pointer = report.pointer
         prefix = report.namespace
-        metadata[f"{prefix}/revision"] = pointer.revision if pointer else 0
-        metadata[f"{prefix}/documents"] = pointer.documents if pointer else 0
-        metadata[f"{prefix}/chunks"] = pointer.chunks if pointer else 0
+        metadata[f"{prefix}/revision"] = pointer.revision
+        metadata[f"{prefix}/documents"] = pointer.documents
+        metadata[f"{prefix}/chunks"] = pointer.chunks
         metadata[f"{prefix}/published"] = len(report.published)
         metadata[f"{prefix}/removed"] = len(report.removed)
         metadata[f"{prefix}/seconds"] = round(report.seconds, 3)
         context.log.info(
-            f"namespace {report.namespace}: revision {pointer.revision if pointer else '-'}, "
+            f"namespace {report.namespace}: revision {pointer.revision}, "
             f"{len(report.published)} published, {len(report.removed)} removed, {report.unchanged} unchanged"
         )
     return dg.MaterializeResult(metadata=metadata)

@@ -58,7 +58,7 @@ class PublishItem:
 @dataclass
 class PublishReport:
     namespace: str
-    pointer: RevisionPointer | None
+    pointer: RevisionPointer
     published: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
@@ -236,7 +236,7 @@ def publish_namespace(
     """Publish `items` (every document the namespace should contain) as one new revision."""
     started = time.perf_counter()
     ns_dir = namespace_dir(published_dir, namespace)
-    report = PublishReport(namespace=namespace, pointer=None)
+    timings: dict[str, float] = {}
     with namespace_lock(ns_dir):
         previous = read_pointer(ns_dir)
         db = lancedb.connect(str(ns_dir / "lance"))
@@ -265,12 +265,16 @@ def publish_namespace(
             d for d in wanted if published_docs.get(d, {}).get("signature") != signatures[d]
         )
         removed = sorted(d for d in published_docs if d not in wanted)
-        report.unchanged = len(wanted) - len(changed)
-        report.timings["diff"] = time.perf_counter() - mark
+        unchanged = len(wanted) - len(changed)
+        timings["diff"] = time.perf_counter() - mark
         if previous is not None and not changed and not removed:
-            report.pointer = previous
-            report.seconds = time.perf_counter() - started
-            return report
+            return PublishReport(
+                namespace=namespace,
+                pointer=previous,
+                unchanged=unchanged,
+                seconds=time.perf_counter() - started,
+                timings=timings,
+            )
         revision = (previous.revision if previous else 0) + 1
         stale = sorted(set(changed) | set(removed))
         loaded = {doc: _load_artifacts(wanted[doc].directory) for doc in changed}
@@ -325,7 +329,7 @@ def publish_namespace(
         writer.wait_merging_threads()
         index.reload()
         unique_chunks = index.searcher().num_docs
-        report.timings["tantivy"] = time.perf_counter() - mark
+        timings["tantivy"] = time.perf_counter() - mark
         _pause_point(ns_dir, "tantivy_committed")
 
         # 4. LanceDB
@@ -373,7 +377,7 @@ def publish_namespace(
         if revision % 20 == 0:
             for table in tables.values():
                 table.optimize()
-        report.timings["lance"] = time.perf_counter() - mark
+        timings["lance"] = time.perf_counter() - mark
         _pause_point(ns_dir, "lance_written")
 
         # 5. swap
@@ -388,11 +392,15 @@ def publish_namespace(
         )
         _write_pointer(ns_dir, pointer)
         _gc_index_dirs(ns_dir, KEEP_INDEX_REVISIONS)
-        report.pointer = pointer
-        report.published = changed
-        report.removed = removed
-        report.seconds = time.perf_counter() - started
-        return report
+        return PublishReport(
+            namespace=namespace,
+            pointer=pointer,
+            published=changed,
+            removed=removed,
+            unchanged=unchanged,
+            seconds=time.perf_counter() - started,
+            timings=timings,
+        )
 
 
 def _load_artifacts(directory: Path) -> tuple[ChunksFile, DocNav, Manifest]:

@@ -1,0 +1,339 @@
+"""Search quality on the shared corpus: every supported document through the whole pipeline
+(`build_documents` → `publish`), the 40 development questions through classic search, scored with
+the corpus's own `score_search.py`; next to it, in the same run, a naive baseline over the same
+documents: BM25 (tantivy, `en_stem` tokenizer) over fixed 120-word windows (60-word overlap) of
+the plain text the pipeline extracted (no section paths, no pages).
+
+Writes benchmarks/results/search_quality.json and prints a side-by-side table.
+Run: `python -m benchmarks.search_quality [--corpus DIR] [--out DIR]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from corpus_pipeline.contracts.search import SearchRequest
+from corpus_pipeline.errors import CorpusError
+from corpus_pipeline.pipeline import parse_rows, run_profile
+from corpus_pipeline.publish.service import publish
+from corpus_pipeline.settings import CorpusSettings, load_settings
+from corpus_pipeline_tests.support import build_documents
+from query_service.classic import classic_search
+from query_service.revision import open_revision
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
+TOP_K = 10
+WINDOW_WORDS = 120
+WINDOW_OVERLAP = 60
+BASELINE = (
+    f"BM25 (tantivy en_stem) over {WINDOW_WORDS}-word windows with {WINDOW_OVERLAP}-word overlap "
+    "of the parsed rows' text joined in order; no section paths, no pages"
+)
+TABLE_METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "section@10", "doc_hit@10")
+
+Results = list[dict[str, Any]]
+"""One line per question: {"id", "results": [{"content", "source_file_name", "section_path",
+"pages"}]} (the scorer's input)."""
+
+
+@dataclass
+class Corpus:
+    """The documents the pipeline accepts, their extracted text, and the refused ones."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ingested(self) -> list[str]:
+        return sorted(self.texts)
+
+
+@dataclass
+class BenchmarkRun:
+    corpus: Corpus
+    questions: list[dict[str, Any]]
+    ours: Results
+    baseline: Results
+    seconds: dict[str, float]
+
+    def supported_questions(self) -> list[dict[str, Any]]:
+        """Questions whose document was ingested."""
+        return [q for q in self.questions if q["doc"] in self.corpus.texts]
+
+
+def load_questions(corpus: Path) -> list[dict[str, Any]]:
+    lines = (corpus / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def extract_texts(docs_dir: Path, workdir: Path) -> Corpus:
+    """Profile + parse every document: the text of the supported ones (the parsed rows' text
+    joined in reading order), the refusal message of the others."""
+    corpus = Corpus()
+    for doc in sorted(p for p in docs_dir.iterdir() if p.is_file()):
+        try:
+            profile = run_profile(doc, doc.name)
+            ctx = parse_rows(doc, doc.name, profile, workdir / doc.name)
+        except CorpusError as exc:
+            corpus.skipped[doc.name] = str(exc)
+            continue
+        rows = sorted(ctx.rows, key=lambda r: r.order)
+        corpus.texts[doc.name] = "\n".join(r.text for r in rows if r.text.strip())
+    return corpus
+
+
+def ingest(settings: CorpusSettings, docs_dir: Path, corpus: Corpus) -> None:
+    """Every stage for each supported document, then one published revision. A document that a
+    later stage refuses moves from `texts` to `skipped`, so both systems see the same set."""
+    for name in corpus.ingested:
+        try:
+            build_documents(settings, {name: (docs_dir / name).read_bytes()})
+        except CorpusError as exc:
+            corpus.skipped[name] = str(exc)
+            del corpus.texts[name]
+    publish(settings)
+
+
+def search_ours(settings: CorpusSettings, questions: Iterable[dict[str, Any]]) -> Results:
+    revision = open_revision(settings.published_dir, "default")
+    lines = []
+    for q in questions:
+        response = classic_search(revision, SearchRequest(query=q["question"], top_k=TOP_K))
+        lines.append(
+            {
+                "id": q["id"],
+                "results": [
+                    {
+                        "content": r.content,
+                        "source_file_name": r.source_file_name,
+                        "section_path": r.section_path,
+                        "pages": r.pages,
+                    }
+                    for r in response.results
+                ],
+            }
+        )
+    return lines
+
+
+def windows(text: str, size: int = WINDOW_WORDS, overlap: int = WINDOW_OVERLAP) -> list[str]:
+    """Fixed word windows; the last one ends at the text's end (none for an empty text)."""
+    words = text.split()
+    step = size - overlap
+    if step <= 0:
+        raise ValueError("overlap must be smaller than the window size")
+    starts = range(0, max(len(words) - overlap, 1), step)
+    return [" ".join(words[s : s + size]) for s in starts if words[s : s + size]]
+
+
+def query_text(question: str) -> str:
+    """The question as a plain disjunction of words: no query syntax, no upper-case operators."""
+    return re.sub(r"[^\w]+", " ", question).strip().lower()
+
+
+def search_baseline(
+    texts: dict[str, str], questions: Iterable[dict[str, Any]], index_dir: Path
+) -> Results:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("text", stored=True, tokenizer_name="en_stem")
+    builder.add_text_field("doc", stored=True, tokenizer_name="raw")
+    schema = builder.build()
+    index_dir.mkdir(parents=True, exist_ok=True)
+    index = tantivy.Index(schema, path=str(index_dir))
+    writer = index.writer(heap_size=50_000_000, num_threads=1)
+    for doc, text in sorted(texts.items()):
+        for window in windows(text):
+            writer.add_document(tantivy.Document(text=window, doc=doc))
+    writer.commit()
+    writer.wait_merging_threads()
+    index.reload()
+    searcher = index.searcher()
+    lines = []
+    for q in questions:
+        query, _errors = index.parse_query_lenient(query_text(q["question"]), ["text"])
+        hits = searcher.search(query, TOP_K).hits
+        results = []
+        for _score, address in hits:
+            stored = searcher.doc(address)
+            results.append(
+                {
+                    "content": stored["text"][0],
+                    "source_file_name": stored["doc"][0],
+                    "section_path": [],
+                    "pages": None,
+                }
+            )
+        lines.append({"id": q["id"], "results": results})
+    return lines
+
+
+def write_jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> None:
+    path.write_text(
+        "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8"
+    )
+
+
+def score(
+    corpus: Path, results: Results, questions: Sequence[dict[str, Any]], workdir: Path
+) -> dict[str, Any]:
+    """The corpus's `score_search.py --json` over `results` and the given questions:
+    {"summary": {"all" | "kind=…" | "format=…": {metric: value}}, "per_question": {id: …}}."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    results_path = workdir / "results.jsonl"
+    questions_path = workdir / "questions.jsonl"
+    scores_path = workdir / "scores.json"
+    write_jsonl(results_path, results)
+    write_jsonl(questions_path, questions)
+    subprocess.run(
+        [
+            sys.executable,
+            str(corpus / "score_search.py"),
+            str(results_path),
+            "--questions",
+            str(questions_path),
+            "--json",
+            str(scores_path),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    scores: dict[str, Any] = json.loads(scores_path.read_text(encoding="utf-8"))
+    return scores
+
+
+def run_benchmark(corpus_dir: Path, workdir: Path) -> BenchmarkRun:
+    """Extract, ingest, publish and search with both systems (unscored)."""
+    seconds: dict[str, float] = {}
+    mark = time.perf_counter()
+    corpus = extract_texts(corpus_dir / "docs", workdir / "extract")
+    seconds["extract"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    settings = load_settings(home=workdir / "corpus_home")
+    ingest(settings, corpus_dir / "docs", corpus)
+    seconds["ingest_publish"] = time.perf_counter() - mark
+    questions = load_questions(corpus_dir)
+    mark = time.perf_counter()
+    ours = search_ours(settings, questions)
+    seconds["search_ours"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    baseline = search_baseline(corpus.texts, questions, workdir / "baseline_index")
+    seconds["search_baseline"] = time.perf_counter() - mark
+    return BenchmarkRun(corpus, questions, ours, baseline, seconds)
+
+
+def score_run(run: BenchmarkRun, corpus_dir: Path, workdir: Path) -> dict[str, dict[str, Any]]:
+    """Scores of both systems over all questions and over the supported ones:
+    {"ours" | "baseline": {"all_questions" | "supported_questions": scorer output}}."""
+    subsets = {"all_questions": run.questions, "supported_questions": run.supported_questions()}
+    return {
+        system: {
+            subset: score(corpus_dir, results, questions, workdir / f"score_{system}_{subset}")
+            for subset, questions in subsets.items()
+        }
+        for system, results in (("ours", run.ours), ("baseline", run.baseline))
+    }
+
+
+def per_question(run: BenchmarkRun, scores: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per question: rank of the first hit and the scorer's row for each system, plus the top
+    result of ours (file and section) for diagnosing misses."""
+    rows = []
+    ours_top = {line["id"]: line["results"] for line in run.ours}
+    for q in run.questions:
+        row: dict[str, Any] = {
+            "id": q["id"],
+            "doc": q["doc"],
+            "kind": q["kind"],
+            "ingested": q["doc"] in run.corpus.texts,
+        }
+        for system in ("ours", "baseline"):
+            s = scores[system]["all_questions"]["per_question"][q["id"]]
+            row[f"{system}_rank"] = round(1 / s["mrr@10"]) if s["mrr@10"] else None
+            row[system] = s
+        top = ours_top.get(q["id"]) or []
+        row["ours_top1"] = (
+            {"source_file_name": top[0]["source_file_name"], "section_path": top[0]["section_path"]}
+            if top
+            else None
+        )
+        rows.append(row)
+    return rows
+
+
+def report(run: BenchmarkRun, scores: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "top_k": TOP_K,
+        "baseline": BASELINE,
+        "seconds": {k: round(v, 2) for k, v in run.seconds.items()},
+        "ingested": run.corpus.ingested,
+        "skipped": run.corpus.skipped,
+        "supported_question_ids": [q["id"] for q in run.supported_questions()],
+        "scores": {
+            system: {subset: s["summary"] for subset, s in by_subset.items()}
+            for system, by_subset in scores.items()
+        },
+        "per_question": per_question(run, scores),
+    }
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def print_table(result: dict[str, Any]) -> None:
+    scores = result["scores"]
+    header = f"{'group':<30}{'n':>4}  " + "".join(f"{m:>19}" for m in TABLE_METRICS)
+    print(header)
+    print(f"{'':<36}" + "".join(f"{'ours / base':>19}" for _ in TABLE_METRICS))
+    for subset in ("all_questions", "supported_questions"):
+        groups = scores["ours"][subset]
+        for group in groups:
+            if subset == "all_questions" and group != "all":
+                continue
+            ours, base = groups[group], scores["baseline"][subset][group]
+            label = f"{subset.split('_')[0]}:{group}"
+            cells = "".join(f"{_fmt(ours[m]) + ' / ' + _fmt(base[m]):>19}" for m in TABLE_METRICS)
+            print(f"{label:<30}{ours['n']:>4}  {cells}")
+    missed = [
+        f"{r['id']}({r['kind']})"
+        for r in result["per_question"]
+        if r["ingested"] and not r["ours"]["hit@10"]
+    ]
+    print(f"ours missed at 10 among supported: {', '.join(missed) or 'none'}")
+    print(f"skipped ({len(result['skipped'])}): {', '.join(sorted(result['skipped']))}")
+    print(f"baseline: {result['baseline']}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_benchmark(args.corpus, Path(tmp))
+        scores = score_run(run, args.corpus, Path(tmp) / "scores")
+    result = report(run, scores)
+    result["seconds"]["total"] = round(time.perf_counter() - started, 2)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / "search_quality.json"
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print_table(result)
+    print(f"{result['seconds']}; results in {out}")
+
+
+if __name__ == "__main__":
+    main()
