@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup run dev test lint fix bench clean schemas
+.PHONY: setup system-deps run dev test lint fix bench clean schemas
 
 $(CURDIR)/.tools/bin/uv:
 	python3 -m venv .tools
@@ -18,8 +18,18 @@ $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
 	$(UV) sync --frozen
 	@touch $@
 
-## setup: create .venv from the lock file (nothing else)
-setup: $(VENV)/.synced
+## system-deps: Tesseract for OCR of scanned PDFs/images (Debian, as root); without it OCR is
+## reported as unavailable in each document's diagnostics, never silently empty
+system-deps:
+	@command -v tesseract >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing tesseract-ocr (apt)"; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null \
+	      || echo "warning: tesseract-ocr could not be installed; OCR will be unavailable"; \
+	  else echo "note: tesseract-ocr is not installed; OCR will be unavailable"; fi; }
+
+## setup: create .venv from the lock file (plus Tesseract where it can be installed)
+setup: $(VENV)/.synced system-deps
 
 ## run: ingest + publish the sample corpus on the embedded defaults, then one example search
 run: setup

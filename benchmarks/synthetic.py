@@ -48,15 +48,14 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+·]|\d+[.)])\s+")
 _TABLE_SEP = re.compile(r"^\|?\s*:?-{2,}")
 _WORD = re.compile(r"[A-Za-z][a-z]{4,}")
 
-STOPWORDS = frozenset(
-    """a about above after again against all also an and any are as at be because been before
+_STOPWORDS = """a about above after again against all also an and any are as at be because been before
     being below between both but by can could did do does doing down during each few for from
     further had has have having he her here hers him his how i if in into is it its itself just
     more most no nor not now of off on once only or other our out over own same she should so some
     such than that the their them then there these they this those through to too under until up
     very was we were what when where which while who whom why will with would you your which
-    using used use however therefore thus given based within without among these where""".split()
-)
+    using used use however therefore thus given based within without among these where"""
+STOPWORDS = frozenset(_STOPWORDS.split())
 
 IDENT_TEMPLATES = (
     "See {} for details.",
