@@ -30,6 +30,7 @@ from corpus_pipeline.ids import chunk_id_for
 from corpus_pipeline.textedit import Edit, apply_edits, shift_offset
 
 PARAGRAPH_SEPARATOR = "\n\n"
+_CONTEXT_WORDS = 40
 _BODY_TYPES = {RowType.PARAGRAPH, RowType.LIST_ITEM, RowType.TOC, RowType.CAPTION}
 
 
@@ -72,6 +73,7 @@ class _Draft:
     file_path: str | None = None
     connect_to: list[ConnectTo] = field(default_factory=list)
     caption: str | None = None
+    context: str = ""
 
 
 @dataclass
@@ -97,12 +99,15 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
         drafts.extend(_text_drafts(buffer, path, options))
         buffer.clear()
 
+    context = ""  # the last short body text of the section: an uncaptioned resource's lead-in
     for row in rows:
         if row.row_type is RowType.HEADING or row.hierarchy_path != path:
             flush()
             path = list(row.hierarchy_path)
+            context = ""
         if row.row_type in (RowType.TABLE, RowType.IMAGE):
-            draft = _resource_draft(row, captions.get(row.order))
+            draft = _resource_draft(row, captions.get(row.order), context)
+            context = ""
             drafts.append(draft)
             resources.append((row, draft))
             buffer.append(
@@ -115,6 +120,8 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
             )
         elif row.row_type in _BODY_TYPES and row.order not in consumed and row.text.strip():
             buffer.append(_text_piece(row))
+            text = " ".join(row.text.split())
+            context = text if len(text.split()) <= _CONTEXT_WORDS else ""
     flush()
     chunks = _dedupe(drafts, options)
     return ChunkingResult(chunks=chunks, resources=_resource_entries(resources))
@@ -157,7 +164,7 @@ def _attach_captions(rows: list[ParsedRow]) -> tuple[dict[int, str], set[int]]:
     return out, used
 
 
-def _resource_draft(row: ParsedRow, caption: str | None) -> _Draft:
+def _resource_draft(row: ParsedRow, caption: str | None, context: str = "") -> _Draft:
     kind = ChunkType.TABLE if row.row_type is RowType.TABLE else ChunkType.IMAGE
     text = row.text.strip()
     if caption and caption not in text:
@@ -173,6 +180,7 @@ def _resource_draft(row: ParsedRow, caption: str | None) -> _Draft:
         pages=list(row.page_numbers),
         file_path=row.resource_path,
         caption=caption,
+        context=context,
     )
 
 
@@ -337,11 +345,11 @@ def _dedupe(drafts: list[_Draft], options: ChunkingOptions) -> list[Chunk]:
     chunks: list[Chunk] = []
     for cid, (draft, occurrences, order) in by_id.items():
         pages = sorted({p for occ in occurrences for p in occ.page_nums})
-        summary = draft.caption or ""
         if draft.chunk_type is ChunkType.TEXT:
             summary = options.summarize(draft.hash_text)
-        elif not summary:
-            summary = draft.content.split("\n", 1)[0][:200]
+        else:
+            # Caption, else the short lead-in sentence before it: indexed with the resource.
+            summary = draft.caption or draft.context or draft.content.split("\n", 1)[0][:200]
         metadata = ChunkMetadata(
             length=len(draft.content),
             summary=summary,

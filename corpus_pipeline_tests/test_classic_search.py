@@ -47,12 +47,14 @@ def test_results_carry_content_and_the_citation_fields(revision):
 
 def test_query_shaping_matches_indexing_stemming_and_identifiers():
     assert shape_query("content", "Diving Ducks") == ["dive", "duck"]
-    assert shape_query("term", "Certified to ISO-9001:2015.") == [
-        "certified",
-        "to",
-        "iso-9001:2015",
-    ]
-    assert shape_query("content", "the The THE") == ["the"], "stop words are kept, not surprising"
+    assert shape_query("term", "Certified to ISO-9001:2015.") == ["certified", "iso-9001:2015"]
+    assert shape_query("content", "the The THE") == ["the"], "content keeps every word"
+
+
+def test_path_and_term_channels_ignore_function_words_unless_that_is_all_there_is():
+    assert shape_query("path", "swimming in the lake") == ["swim", "lake"]
+    assert shape_query("path", "The Who") == ["the", "who"]
+    assert shape_query("content", "swimming in the lake") == ["swim", "in", "the", "lake"]
 
 
 def test_an_exact_identifier_is_found_by_the_term_channel(revision):

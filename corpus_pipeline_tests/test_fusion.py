@@ -51,3 +51,17 @@ def test_a_channel_with_weight_zero_contributes_nothing():
         for f in weighted_rrf({"path": ["a"], "term": ["a"]}, {"path": 0.0, "term": 1.0})
     }
     assert fused["a"] == pytest.approx(1 / 61)
+
+
+def test_equal_channel_scores_share_a_rank():
+    assert unique_ranks(["a", "b", "c", "d"], [3.0, 2.0, 2.0, 1.0]) == {
+        "a": 0,
+        "b": 1,
+        "c": 1,
+        "d": 3,
+    }
+    fused = {
+        f.key: f.score
+        for f in weighted_rrf({"path": ["x", "y"]}, {"path": 1.0}, scores={"path": [0.5, 0.5]})
+    }
+    assert fused["x"] == fused["y"] == pytest.approx(1 / 61)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -18,11 +19,14 @@ from corpus_pipeline.contracts.search import (
     SearchResponse,
     SearchResult,
 )
+from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.index import channels as ch
 from query_service.fusion import weighted_rrf
 from query_service.revision import Revision
 
 MAX_QUERY_TERMS = 64
+_CONTENT_WORDS_ONLY = {"path", "term"}
+UBIQUITOUS_SHARE = 0.5
 MIN_DEPTH = 50
 
 DocKey = tuple[int, int]
@@ -30,13 +34,52 @@ DocKey = tuple[int, int]
 
 def shape_query(channel: str, query: str) -> list[str]:
     """The query's tokens for one channel, analysed exactly as that channel was indexed
-    (unique, in order, capped)."""
+    (unique, in order, capped).
+
+    The path and term channels drop English function words: section titles are short, so a
+    title like "Swimming in the lake" would otherwise win on "in"/"the" alone, and the term
+    channel exists for identifiers. The content channel keeps every word (BM25's IDF discounts
+    them there), and a query made only of function words ("The Who") keeps them everywhere.
+    """
+    if channel in _CONTENT_WORDS_ONLY:
+        words = [w for w in ch.analyze("term", query) if w not in STOP_WORDS]
+        if words:
+            query = " ".join(words)
     seen: dict[str, None] = {}
     for token in ch.analyze(channel, query):
         seen.setdefault(token, None)
         if len(seen) >= MAX_QUERY_TERMS:
             break
     return list(seen)
+
+
+def informative_terms(
+    searcher: tantivy.Searcher, channel: str, terms: list[str], total: int
+) -> list[str]:
+    """Path-channel terms that occur in at least half of all chunks (typically a file-name word
+    shared by a whole document) cannot rank anything and are dropped from that channel."""
+    if channel != "path" or total == 0:
+        return terms
+    field = ch.CHANNEL_FIELDS[channel]
+    return [t for t in terms if searcher.doc_freq(field, t) < UBIQUITOUS_SHARE * total]
+
+
+def path_query(searcher: tantivy.Searcher, terms: Sequence[str], total: int) -> tantivy.Query:
+    """The path channel scores a chunk by the summed IDF of the query terms its file name and
+    section path contain — no length normalisation: a deep section path is no worse a match
+    than a shallow one, and chunks matching the same title words tie (and share a rank)."""
+    schema = ch.schema()
+    clauses = []
+    for term in terms:
+        df = searcher.doc_freq(ch.F_PATH, term)
+        if df == 0:
+            continue
+        idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        query = tantivy.Query.term_query(schema, ch.F_PATH, term)
+        clauses.append(
+            (tantivy.Occur.Should, tantivy.Query.const_score_query(query, round(idf, 4)))
+        )
+    return tantivy.Query.boolean_query(clauses)
 
 
 def channel_query(
@@ -133,14 +176,21 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         }
         while True:
             ranked: dict[str, list[DocKey]] = {}
+            channel_scores: dict[str, list[float]] = {}
             addresses: dict[DocKey, tantivy.DocAddress] = {}
             exhausted = True
             for channel, channel_terms in terms.items():
                 if not channel_terms:
                     continue
-                hits = searcher.search(
-                    channel_query(channel, channel_terms, type_filter), depth, count=False
-                ).hits
+                if channel == "path":
+                    query = path_query(searcher, channel_terms, total)
+                    if type_filter is not None:
+                        query = tantivy.Query.boolean_query(
+                            [(tantivy.Occur.Must, query), (tantivy.Occur.Must, type_filter)]
+                        )
+                else:
+                    query = channel_query(channel, channel_terms, type_filter)
+                hits = searcher.search(query, depth, count=False).hits
                 exhausted &= len(hits) < depth
                 keys = []
                 for _, address in hits:
@@ -148,8 +198,9 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                     addresses[key] = address
                     keys.append(key)
                 ranked[channel] = keys
+                channel_scores[channel] = [round(score, 5) for score, _ in hits]
             results = []
-            for fused in weighted_rrf(ranked, weights):
+            for fused in weighted_rrf(ranked, weights, scores=channel_scores):
                 result = _result(
                     _payload(revision, addresses[fused.key]), fused.score, fused.ranks, request
                 )

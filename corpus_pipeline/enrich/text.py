@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
-_STOP = frozenset(
+STOP_WORDS = frozenset(
     [
         "a",
         "an",
@@ -134,11 +134,11 @@ def extractive_summary(text: str, max_sentences: int = 2, language: str | None =
     sentences = [" ".join(s.split()) for s in split_sentences(flat, language)]
     if len(sentences) <= max_sentences:
         return _clip(" ".join(sentences))
-    freq = Counter(w for w in words(flat) if w not in _STOP and len(w) > 2)
+    freq = Counter(w for w in words(flat) if w not in STOP_WORDS and len(w) > 2)
     top = max(freq.values(), default=1)
 
     def score(index: int, sentence: str) -> float:
-        content = [w for w in words(sentence) if w not in _STOP and len(w) > 2]
+        content = [w for w in words(sentence) if w not in STOP_WORDS and len(w) > 2]
         if not content:
             return 0.0
         lead = 0.25 if index == 0 else 0.0
