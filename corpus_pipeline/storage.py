@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +93,7 @@ class SourceRegistry:
         namespace: str,
         source_kind: SourceKind = SourceKind.CLI,
         organizational_unit: str | None = None,
+        document_date: date | None = None,
     ) -> SourceRecord:
         """Store the bytes durably, then record the document (bytes first: nothing dangles)."""
         sha = sha256_bytes(data)
@@ -108,6 +109,7 @@ class SourceRegistry:
             size_bytes=len(data),
             source_kind=source_kind,
             organizational_unit=organizational_unit,
+            document_date=document_date,
             received_at=datetime.now(UTC),
         )
         self.store.put_bytes(

@@ -89,7 +89,7 @@ def tables_of(ctx: ParseContext) -> list[dict[str, Any]]:
 
 
 def build_documents(
-    settings: Any, files: dict[str, bytes | str], namespace: str = "default"
+    settings: Any, files: dict[str, bytes | str], namespace: str = "default", **record: Any
 ) -> dict[str, Any]:
     """Register files and run every stage in-process (no Dagster): name → SourceRecord.
 
@@ -105,9 +105,9 @@ def build_documents(
     with tempfile.TemporaryDirectory() as tmp:
         for name, content in files.items():
             data = content.encode("utf-8") if isinstance(content, str) else content
-            record = registry.register(data, name, namespace)
+            source = registry.register(data, name, namespace, **record)
             path = Path(tmp) / Path(name).name
             path.write_bytes(data)
-            process_document(record, path, settings)
-            records[name] = record
+            process_document(source, path, settings)
+            records[name] = source
     return records

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 import time
+from datetime import date
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +17,7 @@ from corpus_pipeline.contracts.search import (
     DEFAULT_WEIGHTS,
     Location,
     Resource,
+    SearchFilters,
     SearchRequest,
     SearchResponse,
     SearchResult,
@@ -25,6 +28,18 @@ from query_service.fusion import weighted_rrf
 from query_service.revision import Revision
 
 MAX_QUERY_TERMS = 64
+_LIST_FILTERS = (
+    ("document_type", "document_type"),
+    ("source", "source"),
+    ("organizational_unit", "organizational_unit"),
+    ("document_ids", "document_id"),
+)
+_FILTER_FIELDS = {
+    "document_type": ch.F_DOCUMENT_TYPE,
+    "source": ch.F_SOURCE,
+    "organizational_unit": ch.F_ORG_UNIT,
+    "document_id": ch.F_DOCUMENT_IDS,
+}
 _CONTENT_WORDS_ONLY = {"path", "term"}
 UBIQUITOUS_SHARE = 0.5
 MIN_DEPTH = 50
@@ -109,7 +124,77 @@ def _excluded(location: dict[str, Any], request: SearchRequest) -> bool:
     if location["document_id"] in request.exclude_document_ids:
         return True
     path = location["section_path"]
-    return any(path[: len(p)] == p for p in request.exclude_section_paths if p)
+    if any(path[: len(p)] == p for p in request.exclude_section_paths if p):
+        return True
+    return not _passes_filters(location, request.filters)
+
+
+def _passes_filters(location: dict[str, Any], filters: SearchFilters) -> bool:
+    """The per-place check behind the index pre-filter (a deduplicated chunk's index document
+    carries the values of all its places; each place must satisfy every filter itself)."""
+    for name, key in _LIST_FILTERS:
+        wanted = getattr(filters, name)
+        if wanted is not None:
+            value = location.get(key)
+            if not value or ch.filter_value(value) not in {ch.filter_value(w) for w in wanted}:
+                return False
+    if filters.path_prefix is not None:
+        value = ch.filter_value(location.get("source_file_name") or "")
+        if not any(value.startswith(ch.filter_value(p)) for p in filters.path_prefix):
+            return False
+    if filters.date_from is not None or filters.date_to is not None:
+        raw = location.get("document_date")
+        if not raw:
+            return False
+        day = date.fromisoformat(raw)
+        if (filters.date_from and day < filters.date_from) or (
+            filters.date_to and day > filters.date_to
+        ):
+            return False
+    return True
+
+
+def filter_query(request: SearchRequest) -> tantivy.Query | None:
+    """Chunk-type and metadata filters as index clauses, so top-k is taken after filtering."""
+    schema = ch.schema()
+    clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+    type_filter = _type_filter(request.chunk_types)
+    if type_filter is not None:
+        clauses.append((tantivy.Occur.Must, type_filter))
+    filters = request.filters
+    for name, key in _LIST_FILTERS:
+        wanted = getattr(filters, name)
+        if wanted is not None:
+            field = _FILTER_FIELDS[key]
+            values = sorted({w if key == "document_id" else ch.filter_value(w) for w in wanted})
+            clauses.append(
+                (tantivy.Occur.Must, tantivy.Query.term_set_query(schema, field, values))
+            )
+    if filters.path_prefix is not None:
+        prefixes = [
+            (
+                tantivy.Occur.Should,
+                tantivy.Query.regex_query(
+                    schema, ch.F_SOURCE_PATH, re.escape(ch.filter_value(p)) + ".*"
+                ),
+            )
+            for p in filters.path_prefix
+        ]
+        clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(prefixes)))
+    if filters.date_from is not None or filters.date_to is not None:
+        lower = filters.date_from.toordinal() if filters.date_from else date.min.toordinal()
+        upper = filters.date_to.toordinal() if filters.date_to else date.max.toordinal()
+        clauses.append(
+            (
+                tantivy.Occur.Must,
+                tantivy.Query.range_query(
+                    schema, ch.F_DATE, tantivy.FieldType.Integer, lower, upper
+                ),
+            )
+        )
+    if not clauses:
+        return None
+    return tantivy.Query.boolean_query(clauses)
 
 
 def _result(
@@ -150,7 +235,7 @@ def _payload(revision: Revision, address: tantivy.DocAddress) -> dict[str, Any]:
 
 def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse:
     started = time.perf_counter()
-    type_filter = _type_filter(request.chunk_types)
+    type_filter = filter_query(request)
     weights = request.weights or DEFAULT_WEIGHTS
     searcher = revision.searcher
     total = revision.pointer.chunks

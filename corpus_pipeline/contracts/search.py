@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from corpus_pipeline.contracts.artifacts import ChunkType
 
@@ -34,6 +34,52 @@ class RevisionPointer(_Model):
     chunks: int = Field(ge=0, description="Unique chunks (after cross-document dedupe).")
 
 
+_FilterList = list[str] | None
+
+
+class SearchFilters(_Model):
+    """OR within one field, AND across fields. A place whose document has no value for a
+    filtered field never matches. An empty list is an error, never 'match everything'."""
+
+    document_type: _FilterList = Field(
+        default=None, min_length=1, description="Parsed formats, e.g. docx, pdf."
+    )
+    source: _FilterList = Field(
+        default=None, min_length=1, description="How files arrived: upload, s3, folder, cli."
+    )
+    organizational_unit: _FilterList = Field(
+        default=None, min_length=1, description="Free text set at ingest."
+    )
+    date_from: date | None = Field(
+        default=None, description="Inclusive, over the document's own date."
+    )
+    date_to: date | None = Field(
+        default=None, description="Inclusive, over the document's own date."
+    )
+    document_ids: _FilterList = Field(default=None, min_length=1)
+    path_prefix: _FilterList = Field(
+        default=None, min_length=1, description="Prefixes of the source file path."
+    )
+
+    @model_validator(mode="after")
+    def _ordered_dates(self) -> SearchFilters:
+        if self.date_from and self.date_to and self.date_from > self.date_to:
+            raise ValueError("date_from must not be after date_to")
+        return self
+
+    @field_validator(
+        "document_type", "source", "organizational_unit", "document_ids", "path_prefix"
+    )
+    @classmethod
+    def _non_blank(cls, value: _FilterList) -> _FilterList:
+        if value is not None and any(not v.strip() for v in value):
+            raise ValueError("filter values must not be blank")
+        return value
+
+    def is_empty(self) -> bool:
+        return all(getattr(self, name) is None for name in type(self).model_fields)
+
+
 class SearchRequest(_Model):
     query: str = Field(min_length=1, max_length=4096)
     namespace: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -45,6 +91,7 @@ class SearchRequest(_Model):
         max_length=1000,
         description="Section paths (heading titles from the root).",
     )
+    filters: SearchFilters = Field(default_factory=SearchFilters)
     weights: dict[str, float] | None = Field(
         default=None, description="Channel weights; default path 1, content 2, term 1.5."
     )

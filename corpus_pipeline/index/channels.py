@@ -27,6 +27,13 @@ F_CONTENT = "content"
 F_PATH = "path"
 F_TERM = "term"
 F_STORED = "stored"
+# Filter fields (multi-valued: a deduplicated chunk carries the values of every place it occurs;
+# results are then checked per place, so OR/AND semantics hold per document).
+F_DOCUMENT_TYPE = "f_document_type"
+F_SOURCE = "f_source"
+F_ORG_UNIT = "f_org_unit"
+F_DATE = "f_date"
+F_SOURCE_PATH = "f_source_path"
 
 CHANNEL_FIELDS = {"content": F_CONTENT, "path": F_PATH, "term": F_TERM}
 CHANNEL_ANALYZERS = {"content": STEM_ANALYZER, "path": STEM_ANALYZER, "term": TERM_ANALYZER}
@@ -65,7 +72,15 @@ def schema() -> tantivy.Schema:
         F_TERM, stored=False, tokenizer_name=TERM_ANALYZER, index_option="position"
     )
     builder.add_bytes_field(F_STORED, stored=True, indexed=False)
+    for name in (F_DOCUMENT_TYPE, F_SOURCE, F_ORG_UNIT, F_SOURCE_PATH):
+        builder.add_text_field(name, stored=False, tokenizer_name="raw")
+    builder.add_integer_field(F_DATE, stored=False, indexed=True, fast=True)
     return builder.build()
+
+
+def filter_value(value: str) -> str:
+    """Filter values are matched case-insensitively, whitespace-normalised."""
+    return " ".join(value.split()).casefold()
 
 
 def _register(index: tantivy.Index) -> tantivy.Index:

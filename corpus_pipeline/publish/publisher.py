@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +158,16 @@ def _index_document(payload: dict[str, Any]) -> tantivy.Document:
     doc.add_text(ch.F_PATH, paths)
     doc.add_text(ch.F_TERM, payload["content"] + "\n" + paths)
     doc.add_bytes(ch.F_STORED, ch.encode_stored(payload))
+    for field_name, key in (
+        (ch.F_DOCUMENT_TYPE, "document_type"),
+        (ch.F_SOURCE, "source"),
+        (ch.F_ORG_UNIT, "organizational_unit"),
+        (ch.F_SOURCE_PATH, "source_file_name"),
+    ):
+        for value in sorted({ch.filter_value(o[key]) for o in occurrences if o.get(key)}):
+            doc.add_text(field_name, value)
+    for day in sorted({o["document_date"] for o in occurrences if o.get("document_date")}):
+        doc.add_integer(ch.F_DATE, date.fromisoformat(day).toordinal())
     return doc
 
 
@@ -197,13 +207,18 @@ def _write_pointer(ns_dir: Path, pointer: RevisionPointer) -> None:
     os.replace(tmp, ns_dir / CURRENT)
 
 
-def _location(record: SourceRecord, occ: Any) -> dict[str, Any]:
+def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, Any]:
+    """One place a chunk occurs, with the document attributes that search filters test."""
     return {
         "document_id": record.document_id,
         "source_file_name": record.source_file_name,
         "section_path": list(occ.hierarchy_path),
         "pages": list(occ.page_nums),
         "order": occ.order,
+        "document_type": manifest.profile.format.value,
+        "source": record.source_kind.value,
+        "organizational_unit": record.organizational_unit,
+        "document_date": record.document_date.isoformat() if record.document_date else None,
     }
 
 
@@ -302,7 +317,7 @@ def publish_namespace(
                     ]
                     touched.add(row["chunk_id"])
         for doc in changed:
-            chunks, _nav, _manifest = loaded[doc]
+            chunks, _nav, manifest = loaded[doc]
             record = wanted[doc].record
             for chunk in chunks.chunks:
                 payload = state.get(chunk.chunk_id)
@@ -316,7 +331,9 @@ def publish_namespace(
                         "occurrences": [],
                     }
                     state.payloads[chunk.chunk_id] = payload
-                payload["occurrences"].extend(_location(record, occ) for occ in chunk.occurrences)
+                payload["occurrences"].extend(
+                    _location(record, manifest, occ) for occ in chunk.occurrences
+                )
                 touched.add(chunk.chunk_id)
         writer = index.writer(heap_size=128_000_000, num_threads=1)
         for chunk_id in sorted(touched):
