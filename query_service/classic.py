@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import re
 import time
-from datetime import date
 from collections.abc import Sequence
+from datetime import date
 from typing import Any
 
 import tantivy
