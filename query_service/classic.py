@@ -229,6 +229,13 @@ def _result(
     )
 
 
+def payload_for_chunk(revision: Revision, chunk_id: str) -> dict[str, Any] | None:
+    """The published index payload of one chunk (content, resource, every place it occurs)."""
+    query = tantivy.Query.term_query(ch.schema(), ch.F_CHUNK_ID, chunk_id)
+    hits = revision.searcher.search(query, 1, count=False).hits
+    return _payload(revision, hits[0][1]) if hits else None
+
+
 def _payload(revision: Revision, address: tantivy.DocAddress) -> dict[str, Any]:
     return ch.decode_stored(revision.searcher.doc(address)[ch.F_STORED][0])
 

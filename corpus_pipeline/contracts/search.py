@@ -81,6 +81,7 @@ class SearchFilters(_Model):
 
 
 class SearchRequest(_Model):
+    mode: Literal["classic"] = Field(default="classic", description="Retrieval mode.")
     query: str = Field(min_length=1, max_length=4096)
     namespace: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     top_k: int = Field(default=10, ge=1, le=200)

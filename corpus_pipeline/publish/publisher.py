@@ -365,7 +365,14 @@ def publish_namespace(
             created = published_docs.get(doc, {}).get("created_at") or now
             rows[t.DOCUMENTS].append(
                 _document_row(
-                    record, manifest, len(chunks.chunks), signatures[doc], revision, created, now
+                    nav,
+                    record,
+                    manifest,
+                    len(chunks.chunks),
+                    signatures[doc],
+                    revision,
+                    created,
+                    now,
                 )
             )
             rows[t.SECTIONS].extend(_section_rows(record, nav, chunks, revision))
@@ -429,6 +436,7 @@ def _load_artifacts(directory: Path) -> tuple[ChunksFile, DocNav, Manifest]:
 
 
 def _document_row(
+    nav: DocNav,
     record: SourceRecord,
     manifest: Manifest,
     chunk_count: int,
@@ -451,6 +459,8 @@ def _document_row(
         "document_date": record.document_date,
         "chunk_count": chunk_count,
         "signature": signature,
+        "manifest": manifest.model_dump_json(by_alias=True),
+        "nav": nav.model_dump_json(),
         "created_at": created,
         "updated_at": now,
     }

@@ -38,6 +38,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("document_date", pa.date32()),
             ("chunk_count", pa.int64()),
             ("signature", pa.string()),
+            ("manifest", pa.string()),
+            ("nav", pa.string()),
             ("created_at", _TS),
             ("updated_at", _TS),
         ]

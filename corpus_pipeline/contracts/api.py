@@ -1,0 +1,174 @@
+"""HTTP/MCP response and request contracts of the query service (beyond search itself)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from corpus_pipeline.contracts.artifacts import ChunkType, DocNav, Manifest
+from corpus_pipeline.contracts.search import Resource
+
+NAMESPACE_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DocumentSummary(_Model):
+    document_id: str
+    namespace: str
+    source_file_name: str
+    title: str
+    format: str
+    status: str
+    active_revision: int
+    chunk_count: int
+    source_kind: str
+    organizational_unit: str | None = None
+    document_date: date | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class DocumentList(_Model):
+    namespace: str
+    revision: int
+    total: int
+    offset: int
+    limit: int
+    items: list[DocumentSummary]
+
+
+class DocumentDetail(_Model):
+    revision: int
+    document: DocumentSummary
+    manifest: Manifest
+    nav: DocNav
+
+
+class OutlineSection(_Model):
+    section_id: str
+    title: str
+    path: list[str]
+    level: int
+    summary: str
+    children: list[OutlineSection] = Field(default_factory=list)
+
+
+class Outline(_Model):
+    revision: int
+    document_id: str
+    title: str
+    source_file_name: str
+    sections: list[OutlineSection]
+
+
+class ReadRef(_Model):
+    """Either a chunk id, or a section: document id plus the heading path from the root."""
+
+    chunk_id: str | None = Field(default=None, max_length=64)
+    document_id: str | None = Field(default=None, max_length=200)
+    section_path: list[str] | None = Field(default=None, max_length=64)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ReadRef:
+        if (self.chunk_id is None) == (self.document_id is None):
+            raise ValueError("give either chunk_id, or document_id with an optional section_path")
+        if self.chunk_id is not None and self.section_path is not None:
+            raise ValueError("section_path goes with document_id, not with chunk_id")
+        return self
+
+
+class ReadRequest(_Model):
+    namespace: str = Field(default="default", pattern=NAMESPACE_PATTERN)
+    refs: list[ReadRef] = Field(min_length=1, max_length=100)
+    max_chunks_per_ref: int = Field(default=50, ge=1, le=500)
+
+
+class ReadChunk(_Model):
+    chunk_id: str
+    chunk_type: ChunkType
+    document_id: str
+    source_file_name: str
+    section_path: list[str]
+    pages: list[int]
+    content: str = Field(
+        description="Content with embedded tables (HTML) and images rendered in place."
+    )
+    resources: list[Resource] = Field(
+        default_factory=list, description="Resources embedded in this chunk."
+    )
+
+
+class ReadItem(_Model):
+    ref: ReadRef
+    status: Literal["ok", "not_found"]
+    message: str | None = None
+    truncated: bool = False
+    chunks: list[ReadChunk] = Field(default_factory=list)
+
+
+class ReadResponse(_Model):
+    namespace: str
+    revision: int
+    items: list[ReadItem]
+
+
+class Neighbor(_Model):
+    document_id: str
+    title: str
+    source_file_name: str
+    relation: str
+    score: float
+    shared_keywords: list[str]
+
+
+class Neighbors(_Model):
+    revision: int
+    document_id: str
+    neighbors: list[Neighbor]
+
+
+class NamespaceInfo(_Model):
+    namespace: str
+    revision: int
+    documents: int
+    chunks: int
+    published_at: datetime
+
+
+class Namespaces(_Model):
+    namespaces: list[NamespaceInfo]
+
+
+class FilterValues(_Model):
+    namespace: str
+    revision: int
+    document_type: list[str]
+    source: list[str]
+    organizational_unit: list[str]
+    date_min: date | None
+    date_max: date | None
+    path_prefix: list[str] = Field(description="Top-level folders of the source paths.")
+
+
+class CacheStats(_Model):
+    entries: int
+    bytes: int
+    hits: int
+    misses: int
+    max_entries: int
+    max_bytes: int
+
+
+class Health(_Model):
+    status: Literal["ok", "loading"]
+    revisions: dict[str, int] = Field(default_factory=dict)
+
+
+class ErrorBody(_Model):
+    detail: str
+    field: str | None = None

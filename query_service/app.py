@@ -1,0 +1,299 @@
+"""The HTTP API (FastAPI) and the MCP endpoint, over one QueryService.
+
+Every route is versioned under /v1, answers with a shared pydantic contract, names its revision
+(in the body and the `X-Corpus-Revision` header), and runs blocking work in the service's
+bounded worker pool, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Depends, FastAPI, Header, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+
+from corpus_pipeline.contracts.api import (
+    NAMESPACE_PATTERN,
+    CacheStats,
+    DocumentDetail,
+    DocumentList,
+    ErrorBody,
+    FilterValues,
+    Health,
+    Namespaces,
+    Neighbors,
+    Outline,
+    ReadRequest,
+    ReadResponse,
+)
+from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
+from query_service.auth import Principal
+from query_service.config import ServiceSettings
+from query_service.revision import NamespaceNotFound
+from query_service.service import QueryService
+from query_service.store import DocumentNotFound
+
+log = logging.getLogger("corpus.query_service")
+T = TypeVar("T")
+
+NamespaceParam = Annotated[str, Query(pattern=NAMESPACE_PATTERN, description="Namespace to read.")]
+DocumentIdParam = Annotated[str, Path(min_length=1, max_length=200)]
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody},
+    404: {"model": ErrorBody},
+    422: {"model": ErrorBody},
+}
+
+
+class Unauthorized(Exception):
+    pass
+
+
+def get_service(request: Request) -> QueryService:
+    service: QueryService = request.app.state.service
+    return service
+
+
+def get_principal(
+    request: Request,
+    authorization: Annotated[str | None, Header()] = None,
+    x_api_key: Annotated[str | None, Header()] = None,
+) -> Principal:
+    key = x_api_key
+    if authorization and authorization.lower().startswith("bearer "):
+        key = authorization[7:].strip()
+    principal = get_service(request).keys.principal_for(key)
+    if principal is None:
+        raise Unauthorized()
+    return principal
+
+
+ServiceDep = Annotated[QueryService, Depends(get_service)]
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+async def run_blocking(service: QueryService, fn: Callable[..., T], *args: Any) -> T:
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(service.executor, functools.partial(fn, *args))
+
+
+def _json(model: BaseModel, revision: int) -> Response:
+    return Response(
+        content=model.model_dump_json(),
+        media_type="application/json",
+        headers={"X-Corpus-Revision": str(revision)},
+    )
+
+
+def create_app(
+    settings: ServiceSettings | None = None, service: QueryService | None = None
+) -> FastAPI:
+    settings = settings or ServiceSettings()
+    service = service or QueryService(settings)
+    from query_service.mcp_server import build_mcp
+
+    mcp = build_mcp(service)
+    mcp_app = mcp.streamable_http_app(streamable_http_path="/", transport_security=None)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await run_blocking_start(service)
+        async with mcp.session_manager.run():
+            yield
+        service.stop()
+
+    app = FastAPI(
+        title="corpus query service",
+        version="1",
+        description="Search and read a published corpus; results carry citations. Retrieval returns evidence, never answers.",
+        lifespan=lifespan,
+    )
+    app.state.service = service
+
+    @app.exception_handler(Unauthorized)
+    async def _unauthorized(_: Request, __: Unauthorized) -> JSONResponse:
+        return JSONResponse(
+            status_code=401,
+            content={"detail": "missing or invalid API key", "field": "authorization"},
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+    @app.exception_handler(NamespaceNotFound)
+    async def _no_namespace(_: Request, exc: NamespaceNotFound) -> JSONResponse:
+        return JSONResponse(status_code=404, content={"detail": str(exc), "field": "namespace"})
+
+    @app.exception_handler(DocumentNotFound)
+    async def _no_document(_: Request, exc: DocumentNotFound) -> JSONResponse:
+        return JSONResponse(status_code=404, content={"detail": str(exc), "field": "document_id"})
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        if first.get("type") == "json_invalid":
+            return JSONResponse(
+                status_code=422, content={"detail": "body: malformed JSON", "field": "body"}
+            )
+        loc = [str(p) for p in first.get("loc", ())]
+        if loc and loc[0] in ("body", "query", "path", "header"):
+            loc = loc[1:]  # the location (body, query string, ...), not the field
+        field = ".".join(loc) or None
+        message = str(first.get("msg", "invalid request"))
+        return JSONResponse(
+            status_code=422,
+            content={"detail": f"{field}: {message}" if field else message, "field": field},
+        )
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    async def healthz() -> Health:
+        return Health(
+            status="ok", revisions={n: r.number for n, r in service.snapshots.all().items()}
+        )
+
+    @app.get("/readyz", response_model=Health, tags=["health"], responses={503: {"model": Health}})
+    async def readyz() -> Response:
+        revisions = {n: r.number for n, r in service.snapshots.all().items()}
+        status = "ok" if service.snapshots.ready else "loading"
+        body = Health(status=status, revisions=revisions).model_dump_json()
+        return Response(
+            body, status_code=200 if service.snapshots.ready else 503, media_type="application/json"
+        )
+
+    @app.post("/v1/search", response_model=SearchResponse, responses=_ERRORS, tags=["search"])
+    async def search(request: SearchRequest, svc: ServiceDep, principal: PrincipalDep) -> Response:
+        body = await run_blocking(svc, svc.search, principal, request)
+        revision = svc.revision(principal, request.namespace).number
+        return Response(
+            content=body,
+            media_type="application/json",
+            headers={"X-Corpus-Revision": str(revision)},
+        )
+
+    @app.post("/v1/read", response_model=ReadResponse, responses=_ERRORS, tags=["read"])
+    async def read(request: ReadRequest, svc: ServiceDep, principal: PrincipalDep) -> Response:
+        response = await run_blocking(svc, svc.read, principal, request)
+        return _json(response, response.revision)
+
+    @app.get("/v1/documents", response_model=DocumentList, responses=_ERRORS, tags=["documents"])
+    async def documents(
+        svc: ServiceDep,
+        principal: PrincipalDep,
+        namespace: NamespaceParam = "default",
+        offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    ) -> Response:
+        response = await run_blocking(svc, svc.documents, principal, namespace, offset, limit)
+        return _json(response, response.revision)
+
+    @app.get(
+        "/v1/documents/{document_id}",
+        response_model=DocumentDetail,
+        responses=_ERRORS,
+        tags=["documents"],
+    )
+    async def document(
+        document_id: DocumentIdParam,
+        svc: ServiceDep,
+        principal: PrincipalDep,
+        namespace: NamespaceParam = "default",
+    ) -> Response:
+        response = await run_blocking(svc, svc.document, principal, namespace, document_id)
+        return _json(response, response.revision)
+
+    @app.get(
+        "/v1/documents/{document_id}/outline",
+        response_model=Outline,
+        responses=_ERRORS,
+        tags=["documents"],
+    )
+    async def outline(
+        document_id: DocumentIdParam,
+        svc: ServiceDep,
+        principal: PrincipalDep,
+        namespace: NamespaceParam = "default",
+    ) -> Response:
+        response = await run_blocking(svc, svc.outline, principal, namespace, document_id)
+        return _json(response, response.revision)
+
+    @app.get(
+        "/v1/documents/{document_id}/neighbors",
+        response_model=Neighbors,
+        responses=_ERRORS,
+        tags=["documents"],
+    )
+    async def neighbors(
+        document_id: DocumentIdParam,
+        svc: ServiceDep,
+        principal: PrincipalDep,
+        namespace: NamespaceParam = "default",
+    ) -> Response:
+        response = await run_blocking(svc, svc.neighbors, principal, namespace, document_id)
+        return _json(response, response.revision)
+
+    @app.get("/v1/namespaces", response_model=Namespaces, responses=_ERRORS, tags=["namespaces"])
+    async def namespaces(svc: ServiceDep, principal: PrincipalDep) -> Namespaces:
+        return svc.namespaces(principal)
+
+    @app.get(
+        "/v1/namespaces/{namespace}/filter-values",
+        response_model=FilterValues,
+        responses=_ERRORS,
+        tags=["namespaces"],
+    )
+    async def filter_values(
+        namespace: Annotated[str, Path(pattern=NAMESPACE_PATTERN)],
+        svc: ServiceDep,
+        principal: PrincipalDep,
+    ) -> Response:
+        response = await run_blocking(svc, svc.filter_values, principal, namespace)
+        return _json(response, response.revision)
+
+    @app.get("/v1/cache", response_model=CacheStats, responses=_ERRORS, tags=["health"])
+    async def cache_stats(svc: ServiceDep, principal: PrincipalDep) -> CacheStats:
+        cache = svc.cache
+        return CacheStats(
+            entries=cache.entries,
+            bytes=cache.size_bytes,
+            hits=cache.hits,
+            misses=cache.misses,
+            max_entries=cache.max_entries,
+            max_bytes=cache.max_bytes,
+        )
+
+    app.mount("/mcp", _mcp_auth(service, mcp_app))
+    return app
+
+
+async def run_blocking_start(service: QueryService) -> None:
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, service.start)
+
+
+def _mcp_auth(service: QueryService, inner: Any) -> Any:
+    """The MCP endpoint takes the same API keys as the REST routes."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+            key = headers.get("x-api-key")
+            auth = headers.get("authorization", "")
+            if auth.lower().startswith("bearer "):
+                key = auth[7:].strip()
+            principal = service.keys.principal_for(key)
+            if principal is None:
+                response = JSONResponse(
+                    status_code=401,
+                    content={"detail": "missing or invalid API key", "field": "authorization"},
+                )
+                await response(scope, receive, send)
+                return
+            scope.setdefault("state", {})["principal"] = principal
+        await inner(scope, receive, send)
+
+    return app

@@ -1,0 +1,45 @@
+"""Query-service settings (`CORPUS_*` environment variables, like the pipeline's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CORPUS_", env_file=".env", extra="ignore")
+
+    home: Path = Field(
+        default=Path("data/runtime"), description="Same CORPUS_HOME as the pipeline."
+    )
+    api_keys_file: Path | None = Field(
+        default=None,
+        description="JSON file of API keys; default <home>/service/api_keys.json if present.",
+    )
+    service_workers: int = Field(
+        default=4, ge=1, le=64, description="Threads for blocking search work."
+    )
+    reload_seconds: float = Field(
+        default=1.0, gt=0, description="How often new revisions are looked for."
+    )
+    cache_max_entries: int = Field(default=2048, ge=0)
+    cache_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    access_prior_weight: float = Field(
+        default=0.0, ge=0, description="Ranking prior from access statistics; 0 = off."
+    )
+    stats_flush_seconds: float = Field(default=1.0, gt=0)
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def published_dir(self) -> Path:
+        return self.home / "published"
+
+    @property
+    def keys_file(self) -> Path:
+        return self.api_keys_file or self.home / "service" / "api_keys.json"

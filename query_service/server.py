@@ -1,0 +1,66 @@
+"""Running the service: `corpus serve` (uvicorn) and `corpus mcp` (stdio)."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+
+from query_service.auth import KeyRing, Principal
+from query_service.config import ServiceSettings
+
+log = logging.getLogger("corpus.query_service")
+
+
+class UnsafeBinding(ValueError):
+    """Refusing to expose an unauthenticated service beyond loopback."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(settings: ServiceSettings, host: str) -> str:
+    """The start-up notice; raises UnsafeBinding for a keyless service on a non-loopback host."""
+    keys = KeyRing.load(settings.keys_file)
+    if keys.enabled:
+        return f"API keys loaded from {settings.keys_file}"
+    if not is_loopback(host):
+        raise UnsafeBinding(
+            f"no API keys configured ({settings.keys_file}): refusing to listen on {host}; "
+            "bind to 127.0.0.1 or create keys with `corpus keys create`"
+        )
+    return "no API keys configured: serving on loopback only, every namespace readable by the local user"
+
+
+def serve(settings: ServiceSettings, host: str, port: int) -> None:
+    import uvicorn
+
+    from query_service.app import create_app
+
+    notice = check_binding(settings, host)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    log.info(notice)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+def serve_stdio(settings: ServiceSettings, api_key: str | None) -> None:
+    """MCP over stdio for a local agent; with keys configured, CORPUS_API_KEY picks the principal."""
+    from query_service.mcp_server import build_mcp
+    from query_service.service import QueryService
+
+    service = QueryService(settings)
+    principal: Principal | None = service.keys.principal_for(api_key)
+    if principal is None:
+        raise UnsafeBinding(
+            "API keys are configured: set CORPUS_API_KEY to a valid key for `corpus mcp`"
+        )
+    service.start()
+    try:
+        build_mcp(service, fixed_principal=principal).run("stdio")
+    finally:
+        service.stop()

@@ -1,0 +1,139 @@
+"""The query service's core, independent of transport: HTTP routes and MCP tools both call it.
+
+It resolves a principal's access to a namespace (a namespace it may not read is reported
+exactly like a missing one), serves from the current snapshot, caches complete answers and
+records access statistics off the request path. Methods are blocking: callers run them in the
+service's bounded worker pool.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from corpus_pipeline.contracts.api import (
+    DocumentDetail,
+    DocumentList,
+    FilterValues,
+    NamespaceInfo,
+    Namespaces,
+    Neighbors,
+    Outline,
+    ReadRequest,
+    ReadResponse,
+)
+from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
+from query_service import store
+from query_service.auth import KeyRing, Principal
+from query_service.cache import AnswerCache, CacheKey
+from query_service.classic import classic_search
+from query_service.config import ServiceSettings
+from query_service.revision import NamespaceNotFound, Revision
+from query_service.snapshots import SnapshotManager
+from query_service.stats import AccessStats
+
+
+class QueryService:
+    def __init__(self, settings: ServiceSettings, snapshots: SnapshotManager | None = None) -> None:
+        self.settings = settings
+        self.keys = KeyRing.load(settings.keys_file)
+        self.snapshots = snapshots or SnapshotManager(
+            settings.published_dir, settings.reload_seconds
+        )
+        self.cache = AnswerCache(settings.cache_max_entries, settings.cache_max_bytes)
+        self.stats = AccessStats(settings.published_dir, settings.stats_flush_seconds)
+        self.executor = ThreadPoolExecutor(
+            max_workers=settings.service_workers, thread_name_prefix="query"
+        )
+
+    def start(self) -> None:
+        self.snapshots.start()
+        for namespace in self.snapshots.all():
+            self.stats.load(namespace)
+        self.stats.start()
+
+    def stop(self) -> None:
+        self.snapshots.stop()
+        self.stats.stop()
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+    def revision(self, principal: Principal, namespace: str) -> Revision:
+        """The served revision, or NamespaceNotFound — also when the principal may not read it."""
+        if not principal.may_read(namespace):
+            raise NamespaceNotFound(namespace)
+        return self.snapshots.current(namespace)
+
+    def search(self, principal: Principal, request: SearchRequest) -> bytes:
+        """The JSON answer (cached by principal, namespace, revision and the whole request)."""
+        revision = self.revision(principal, request.namespace)
+        key = CacheKey(
+            principal.name, request.namespace, revision.number, "search", request.model_dump_json()
+        )
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        response = classic_search(revision, request)
+        response = self._apply_prior(response)
+        body = response.model_dump_json().encode()
+        self.cache.put(key, body)
+        self.stats.record(
+            request.namespace, [(r.chunk_id, r.document_id) for r in response.results]
+        )
+        return body
+
+    def _apply_prior(self, response: SearchResponse) -> SearchResponse:
+        weight = self.settings.access_prior_weight
+        if weight <= 0 or response.small_corpus:
+            return response
+        boosted = [
+            r.model_copy(
+                update={
+                    "score": round(
+                        r.score + weight * self.stats.prior(response.namespace, r.chunk_id), 8
+                    )
+                }
+            )
+            for r in response.results
+        ]
+        boosted.sort(key=lambda r: -r.score)
+        return response.model_copy(update={"results": boosted})
+
+    def read(self, principal: Principal, request: ReadRequest) -> ReadResponse:
+        revision = self.revision(principal, request.namespace)
+        response = store.read(revision, request)
+        self.stats.record(
+            request.namespace,
+            [(c.chunk_id, c.document_id) for item in response.items for c in item.chunks],
+        )
+        return response
+
+    def documents(
+        self, principal: Principal, namespace: str, offset: int, limit: int
+    ) -> DocumentList:
+        return store.list_documents(self.revision(principal, namespace), offset, limit)
+
+    def document(self, principal: Principal, namespace: str, document_id: str) -> DocumentDetail:
+        return store.document_detail(self.revision(principal, namespace), document_id)
+
+    def outline(self, principal: Principal, namespace: str, document_id: str) -> Outline:
+        return store.outline(self.revision(principal, namespace), document_id)
+
+    def neighbors(self, principal: Principal, namespace: str, document_id: str) -> Neighbors:
+        return store.neighbors(self.revision(principal, namespace), document_id)
+
+    def filter_values(self, principal: Principal, namespace: str) -> FilterValues:
+        return store.filter_values(self.revision(principal, namespace))
+
+    def namespaces(self, principal: Principal) -> Namespaces:
+        return Namespaces(
+            namespaces=[
+                NamespaceInfo(
+                    namespace=name,
+                    revision=rev.number,
+                    documents=rev.pointer.documents,
+                    chunks=rev.pointer.chunks,
+                    published_at=rev.pointer.created_at,
+                )
+                for name, rev in sorted(self.snapshots.all().items())
+                if principal.may_read(name)
+            ]
+        )
