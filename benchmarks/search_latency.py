@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
 import io
 import json
 import os
@@ -42,6 +43,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import tantivy
+
 from benchmarks import synthetic as syn
 from corpus_pipeline.contracts.search import (
     CHANNELS,
@@ -50,6 +53,8 @@ from corpus_pipeline.contracts.search import (
     SearchResponse,
     SearchResult,
 )
+from corpus_pipeline.index import channels
+from corpus_pipeline.publish import tables as publish_tables
 from corpus_pipeline.publish.publisher import (
     PublishItem,
     PublishReport,
@@ -57,7 +62,13 @@ from corpus_pipeline.publish.publisher import (
     publish_namespace,
     read_pointer,
 )
-from query_service.classic import _result, channel_query, classic_search, shape_query
+from query_service.classic import (
+    _result,
+    channel_query,
+    classic_search,
+    path_query,
+    shape_query,
+)
 from query_service.fusion import weighted_rrf
 from query_service.revision import Revision, open_revision
 
@@ -231,8 +242,21 @@ def _bulk_publish_child(root: str, result_path: str) -> None:
     Path(result_path).write_text(json.dumps(data), encoding="utf-8")
 
 
+def publish_format() -> str:
+    """Hash of the published layout's definitions: a cached namespace built by another version
+    of the tables or the index schema is rebuilt, not appended to."""
+    digest = hashlib.sha256()
+    for module in (publish_tables, channels):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def ensure_published(dirs: SizeDirs, corpus: dict[str, Any]) -> dict[str, Any]:
-    key = {"corpus_seconds": corpus["seconds"], "generator_version": syn.GENERATOR_VERSION}
+    key = {
+        "corpus_seconds": corpus["seconds"],
+        "generator_version": syn.GENERATOR_VERSION,
+        "publish_format": publish_format(),
+    }
     marker = _read_marker(dirs.bulk_marker, key)
     if marker is not None and read_pointer(dirs.published / NAMESPACE) is not None:
         return {**marker, "cached": True}
@@ -305,14 +329,29 @@ def make_queries(
 # -- search measurement ------------------------------------------------------------------------
 
 
+def channel_queries(
+    revision: Revision, shaped: dict[str, list[str]]
+) -> list[tuple[str, tantivy.Query]]:
+    """The per-channel queries exactly as classic search builds them (no filters)."""
+    out = []
+    for channel, terms in shaped.items():
+        if not terms:
+            continue
+        if channel == "path":
+            query = path_query(revision.searcher, terms, revision.pointer.chunks)
+        else:
+            query = channel_query(channel, terms, None)
+        out.append((channel, query))
+    return out
+
+
 def raw_channels(revision: Revision, shaped: dict[str, list[str]]) -> int:
-    """The three channel queries of classic search, executed back to back (no fusion/fetch)."""
+    """The three channel queries of classic search (built the same way from the same shaped
+    terms), executed back to back, top 50 each: no fusion, no stored-document fetch."""
     searcher = revision.searcher
     hits = 0
-    for channel, terms in shaped.items():
-        if terms:
-            query = channel_query(channel, terms, None)
-            hits += len(searcher.search(query, RAW_DEPTH, count=False).hits)
+    for _channel, query in channel_queries(revision, shaped):
+        hits += len(searcher.search(query, RAW_DEPTH, count=False).hits)
     return hits
 
 
@@ -322,9 +361,10 @@ STAGES = ("shape", "search", "fuse", "fetch", "decode", "build", "response")
 def instrumented_classic(
     revision: Revision, request: SearchRequest
 ) -> tuple[dict[str, float], list[str]]:
-    """A stage-timed replica of classic_search's usual path (no filter, enough results in the
-    first round). Returns seconds per stage and the result chunk ids (checked against the real
-    function's)."""
+    """A stage-timed replica of classic_search's usual path (no filters, enough results in the
+    first round). Returns seconds per stage and the result chunk ids; the caller compares them
+    with the real function's, so a drift of this replica from classic.py shows up as
+    `replica_mismatches`."""
     import json as _json
 
     from corpus_pipeline.index import channels as ch
@@ -339,22 +379,22 @@ def instrumented_classic(
     mark = now
     searcher = revision.searcher
     ranked: dict[str, list[tuple[int, int]]] = {}
+    scores: dict[str, list[float]] = {}
     addresses: dict[tuple[int, int], Any] = {}
     depth = max(50, request.top_k * 5)
-    for channel, channel_terms in terms.items():
-        if not channel_terms:
-            continue
-        hits = searcher.search(channel_query(channel, channel_terms, None), depth, count=False)
+    for channel, query in channel_queries(revision, terms):
+        hits = searcher.search(query, depth, count=False).hits
         keys = []
-        for _, address in hits.hits:
+        for _, address in hits:
             key = (address.segment_ord, address.doc)
             addresses[key] = address
             keys.append(key)
         ranked[channel] = keys
+        scores[channel] = [round(score, 5) for score, _ in hits]
     now = clock()
     t["search"] += now - mark
     mark = now
-    fused = weighted_rrf(ranked, weights)
+    fused = weighted_rrf(ranked, weights, scores=scores)
     now = clock()
     t["fuse"] += now - mark
     results: list[SearchResult] = []
@@ -508,6 +548,8 @@ def measure_one_doc(
             report = publish_namespace(dirs.published, NAMESPACE, batch)
             seconds = time.perf_counter() - started
             entry = {"run": run, "op": op, **_report_dict(report, seconds)}
+            # The publisher compacts every LanceDB table on every 20th revision.
+            entry["compaction"] = bool(entry["revision"] and entry["revision"] % 20 == 0)
             if entry["published"] + entry["removed"] != 1:
                 raise RuntimeError(f"one-doc publish did not change exactly one document: {entry}")
             runs.append(entry)
@@ -580,7 +622,10 @@ def run_size(size: int, args: argparse.Namespace, queries: list[BenchQuery]) -> 
     revision = open_revision(dirs.published, NAMESPACE)
     phases["open_revision"] = time.perf_counter() - mark
     mark = time.perf_counter()
+    load_before = os.getloadavg()[0]
     search = measure_search(revision, queries)
+    # Other processes on the machine inflate latencies: keep the 1-minute load next to them.
+    search["load_avg_1m"] = {"before": load_before, "after": os.getloadavg()[0]}
     phases["search"] = time.perf_counter() - mark
     log(
         f"  search: classic p50 {search['p50_classic_ms']} ms p95 {search['p95_classic_ms']} ms;"

@@ -30,10 +30,11 @@ from typing import Any
 from corpus_pipeline.contracts import ChunksFile, DocNav, Manifest, SourceRecord
 from corpus_pipeline.ids import chunk_id_for, document_id_for
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 DEFAULT_TEXT_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "groundtruth"
 MIN_CHUNKS, MAX_CHUNKS = 200, 1000
 MIN_WORDS, MAX_WORDS = 40, 120
+MIN_RUNS = 3  # runs of consecutive sentences per text chunk
 PRIMARY_SHARE = 0.8  # share of sentences drawn from the document's primary source
 IDENT_CHUNK_SHARE = 0.25  # chunks that mention at least one identifier
 TABLE_SHARE = 0.02  # table chunks (with a tables/*.html resource)
@@ -248,13 +249,17 @@ class _DocBuilder:
         parts: list[str] = []
         words = 0
         idents = rng.random() < IDENT_CHUNK_SHARE
-        while words < target:
+        runs = 0
+        # At least MIN_RUNS runs from random places: with fewer, the same few-sentence chunk
+        # recurs by chance and the corpus dedupes far more than real documents do.
+        while words < target or runs < MIN_RUNS:
             sentences = self._source(rng).sentences
             start = rng.randrange(len(sentences))
-            for sentence, n in sentences[start : start + rng.randint(1, 3)]:
+            runs += 1
+            for sentence, n in sentences[start : start + rng.randint(1, 2)]:
                 parts.append(sentence)
                 words += n
-                if words >= target:
+                if words >= target and runs >= MIN_RUNS:
                     break
             if idents and rng.random() < 0.5:
                 parts.append(rng.choice(IDENT_TEMPLATES).format(self._identifier(rng)))

@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 
 from corpus_pipeline.contracts.search import DEFAULT_WEIGHTS, RRF_K
 
-K = TypeVar("K", bound=Hashable)
+K = TypeVar("K", bound=Hashable)  # keys of one call are of one orderable type (ids, addresses)
 
 
 @dataclass
@@ -62,4 +62,4 @@ def weighted_rrf(
             entry = fused.setdefault(key, Fused(key=key, score=0.0))
             entry.score += weight / (k + rank + 1)
             entry.ranks[channel] = rank
-    return sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), str(f.key)))
+    return sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.key))

@@ -83,6 +83,33 @@ def artifact_signature(directory: Path) -> str:
     return hashlib.sha256(json.dumps(manifest["files"], sort_keys=True).encode()).hexdigest()
 
 
+SIGNATURES = "signatures.json"
+
+
+def signatures_for(ns_dir: Path, items: dict[str, PublishItem]) -> dict[str, str]:
+    """Artifact signatures, re-read only for manifests whose (mtime, size) changed since the
+    last publish: a stat per document instead of parsing every manifest of the corpus."""
+    cache_path = ns_dir / SIGNATURES
+    cache: dict[str, list[Any]] = {}
+    if cache_path.is_file():
+        cache = json.loads(cache_path.read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+    fresh: dict[str, list[Any]] = {}
+    for doc, item in items.items():
+        stat = (item.directory / "manifest.json").stat()
+        key = [stat.st_mtime_ns, stat.st_size]
+        cached = cache.get(doc)
+        signature = (
+            cached[2] if cached and cached[:2] == key else artifact_signature(item.directory)
+        )
+        out[doc] = signature
+        fresh[doc] = [*key, signature]
+    tmp = ns_dir / f".{SIGNATURES}.tmp"
+    tmp.write_text(json.dumps(fresh, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, cache_path)
+    return out
+
+
 @contextmanager
 def namespace_lock(ns_dir: Path) -> Iterator[None]:
     ns_dir.mkdir(parents=True, exist_ok=True)
@@ -131,6 +158,7 @@ class _ChunkIndexState:
     def __init__(self, index: tantivy.Index | None) -> None:
         self.searcher = index.searcher() if index is not None else None
         self.payloads: dict[str, dict[str, Any] | None] = {}
+        self.indexed: set[str] = set()
 
     def get(self, chunk_id: str) -> dict[str, Any] | None:
         if chunk_id not in self.payloads:
@@ -140,6 +168,7 @@ class _ChunkIndexState:
                 hits = self.searcher.search(query, 1).hits
                 if hits:
                     payload = ch.decode_stored(self.searcher.doc(hits[0][1])[ch.F_STORED][0])
+                    self.indexed.add(chunk_id)
             self.payloads[chunk_id] = payload
         return self.payloads[chunk_id]
 
@@ -275,7 +304,7 @@ def publish_namespace(
             else {}
         )
         wanted = {item.record.document_id: item for item in items}
-        signatures = {doc: artifact_signature(item.directory) for doc, item in wanted.items()}
+        signatures = signatures_for(ns_dir, wanted)
         changed = sorted(
             d for d in wanted if published_docs.get(d, {}).get("signature") != signatures[d]
         )
@@ -335,10 +364,12 @@ def publish_namespace(
                     _location(record, manifest, occ) for occ in chunk.occurrences
                 )
                 touched.add(chunk.chunk_id)
-        writer = index.writer(heap_size=128_000_000, num_threads=1)
+        # Bulk loads get a second indexing thread; small updates stay on one.
+        writer = index.writer(heap_size=256_000_000, num_threads=2 if len(touched) > 20_000 else 1)
         for chunk_id in sorted(touched):
             payload = state.payloads[chunk_id]
-            writer.delete_documents_by_term(ch.F_CHUNK_ID, chunk_id)
+            if chunk_id in state.indexed:
+                writer.delete_documents_by_term(ch.F_CHUNK_ID, chunk_id)
             if payload and payload["occurrences"]:
                 payload["occurrences"].sort(key=lambda o: (o["document_id"], o["order"]))
                 writer.add_document(_index_document(payload))
