@@ -57,6 +57,15 @@ fix: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+## bench: quality and speed benchmarks, results in benchmarks/results/ (search_latency builds
+## 10k/100k/1M-chunk corpora: ~20 min and ~12 GB RAM cold, ~1 min cached; BENCH_ARGS=--quick skips 1M)
+bench: setup
+	$(BIN)/python -m benchmarks.structure_quality
+	$(BIN)/python -m benchmarks.search_quality
+	$(BIN)/python -m benchmarks.search_latency $(BENCH_ARGS)
+	@if [ -f benchmarks/pdf_quality.py ]; then $(BIN)/python -m benchmarks.pdf_quality; fi
+	@if [ -f benchmarks/http_latency.py ]; then $(BIN)/python -m benchmarks.http_latency; fi
+
 clean:
 	rm -rf data/runtime .pytest_cache .mypy_cache .ruff_cache
 

@@ -38,7 +38,7 @@ def parse_corpus(corpus: Path, out: Path) -> dict[str, str]:
             headings = [{"text": r.text, "level": r.heading_level} for r in rows if r.heading_level]
             tables = [
                 {
-                    "page": (r.page_numbers or [None])[0],
+                    "page": r.page_numbers[0] if r.page_numbers else None,
                     "html": (work / r.resource_path).read_text(encoding="utf-8"),
                 }
                 for r in rows
