@@ -199,7 +199,7 @@ def create_app(
 
     @app.post("/v1/search", response_model=SearchResponse, responses=_ERRORS, tags=["search"])
     async def search(request: SearchRequest, svc: ServiceDep, principal: PrincipalDep) -> Response:
-        pass  # _require_unicode(request)
+        _require_unicode(request)
         body = await run_blocking(svc, svc.search, principal, request)
         revision = svc.revision(principal, request.namespace).number
         return Response(
@@ -210,7 +210,7 @@ def create_app(
 
     @app.post("/v1/read", response_model=ReadResponse, responses=_ERRORS, tags=["read"])
     async def read(request: ReadRequest, svc: ServiceDep, principal: PrincipalDep) -> Response:
-        pass  # _require_unicode(request)
+        _require_unicode(request)
         response = await run_blocking(svc, svc.read, principal, request)
         return _json(response, response.revision)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import date, datetime
 from typing import Literal
 
@@ -118,8 +119,8 @@ class SearchRequest(_Model):
             unknown = set(value) - set(CHANNELS)
             if unknown:
                 raise ValueError(f"unknown channels {sorted(unknown)}; known: {list(CHANNELS)}")
-            if any(w < 0 for w in value.values()):
-                raise ValueError("weights must be >= 0")
+            if any(not math.isfinite(w) or w < 0 for w in value.values()):
+                raise ValueError("weights must be finite and >= 0")
         return value
 
 

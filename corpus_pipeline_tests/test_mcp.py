@@ -1,0 +1,227 @@
+"""The MCP tools through real transports: streamable HTTP under /mcp/ and stdio (`corpus mcp`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import date
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import MCPError
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult, TextContent
+
+from corpus_pipeline.publish.service import publish
+from corpus_pipeline.settings import CorpusSettings, load_settings
+from query_service.auth import hash_key
+from query_service.config import ServiceSettings
+
+from .http_service import running_service
+from .support import build_documents
+
+pytestmark = pytest.mark.slow
+
+KEYS = {"alice-key": ("alice", ["default", "team"]), "bob-key": ("bob", ["team"])}
+TOOLS = {"search", "read", "outline", "list_documents"}
+MISSING_CHUNK = "c" + "0" * 32
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> CorpusSettings:
+    home = tmp_path_factory.mktemp("mcp")
+    settings = load_settings(home=home)
+    build_documents(
+        settings,
+        {
+            "ducks.md": "# Ducks\n\n## Diving\n\nTufted ducks dive for mussels.\n\n"
+            "## Dabbling\n\nMallards dabble.\n"
+        },
+        organizational_unit="Field",
+        document_date=date(2024, 3, 1),
+    )
+    build_documents(settings, {"swans.md": "# Swans\n\nMute swans nest by the lake.\n"})
+    build_documents(settings, {"geese.md": "# Geese\n\nGeese graze on grass.\n"}, namespace="team")
+    publish(settings)
+    keys = home / "service" / "api_keys.json"
+    keys.parent.mkdir(parents=True, exist_ok=True)
+    entries = [
+        {"key_sha256": hash_key(k), "principal": p, "namespaces": ns} for k, (p, ns) in KEYS.items()
+    ]
+    keys.write_text(json.dumps({"keys": entries}))
+    return settings
+
+
+@pytest.fixture(scope="module")
+def service(corpus: CorpusSettings) -> Iterator[str]:
+    with running_service(ServiceSettings(home=corpus.home, reload_seconds=0.2)) as url:
+        yield url
+
+
+def run_with_client(
+    url: str, key: str, body: Callable[[Client], Awaitable[None]], bearer: bool = False
+) -> None:
+    """Connect the MCP client to `<url>/mcp/` with an API key and run `body` on it."""
+    headers = {"Authorization": f"Bearer {key}"} if bearer else {"X-API-Key": key}
+
+    async def main() -> None:
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            transport = streamable_http_client(f"{url}/mcp/", http_client=http)
+            async with Client(transport) as client:
+                await body(client)
+
+    anyio.run(main)
+
+
+def structured(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict), result
+    return result.structured_content
+
+
+def error_text(result: CallToolResult) -> str:
+    assert result.is_error, result
+    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def test_the_four_tools_are_listed_with_descriptions(service: str) -> None:
+    async def body(client: Client) -> None:
+        tools = (await client.list_tools()).tools
+        assert {t.name for t in tools} == TOOLS and len(tools) == len(TOOLS)
+        for tool in tools:
+            assert tool.description and len(tool.description) > 20, tool.name
+        assert client.instructions and "cite" in client.instructions.lower()
+
+    run_with_client(service, "alice-key", body, bearer=True)
+
+
+def test_search_outline_read_and_list_documents_over_streamable_http(service: str) -> None:
+    async def body(client: Client) -> None:
+        found = structured(
+            await client.call_tool("search", {"query": "tufted ducks dive", "top_k": 3})
+        )
+        top = found["results"][0]
+        assert top["content"] == "Tufted ducks dive for mussels."
+        assert top["source_file_name"] == "ducks.md"
+        assert top["section_path"] == ["Ducks", "Diving"]
+        assert top["chunk_id"] and top["document_id"]
+        assert found["namespace"] == "default" and found["revision"] >= 1
+
+        outline = structured(await client.call_tool("outline", {"document_id": top["document_id"]}))
+        assert outline["source_file_name"] == "ducks.md"
+        assert [s["title"] for s in outline["sections"][0]["children"]] == ["Diving", "Dabbling"]
+
+        read = structured(
+            await client.call_tool(
+                "read",
+                {
+                    "refs": [
+                        {"chunk_id": top["chunk_id"]},
+                        {"chunk_id": MISSING_CHUNK},
+                        {"document_id": top["document_id"], "section_path": ["Ducks", "Dabbling"]},
+                    ]
+                },
+            )
+        )
+        assert [i["status"] for i in read["items"]] == ["ok", "not_found", "ok"]
+        assert read["items"][0]["chunks"][0]["content"] == "Tufted ducks dive for mussels."
+        assert read["items"][2]["chunks"][0]["content"] == "Mallards dabble."
+
+        listed = structured(await client.call_tool("list_documents", {"limit": 1}))
+        assert listed["total"] == 2 and len(listed["items"]) == 1
+        everything = structured(await client.call_tool("list_documents", {}))
+        assert {d["source_file_name"] for d in everything["items"]} == {"ducks.md", "swans.md"}
+        team = structured(await client.call_tool("list_documents", {"namespace": "team"}))
+        assert [d["source_file_name"] for d in team["items"]] == ["geese.md"]
+
+    run_with_client(service, "alice-key", body)
+
+
+def test_a_forbidden_namespace_answers_exactly_like_a_missing_one(service: str) -> None:
+    async def body(client: Client) -> None:
+        forbidden = await client.call_tool("search", {"query": "ducks", "namespace": "default"})
+        missing = await client.call_tool("search", {"query": "ducks", "namespace": "nowhere"})
+        assert error_text(forbidden).replace("default", "X") == error_text(missing).replace(
+            "nowhere", "X"
+        )
+        listed_forbidden = await client.call_tool("list_documents", {"namespace": "default"})
+        listed_missing = await client.call_tool("list_documents", {"namespace": "nowhere"})
+        assert error_text(listed_forbidden).replace("default", "X") == error_text(
+            listed_missing
+        ).replace("nowhere", "X")
+        own = structured(await client.call_tool("search", {"query": "geese", "namespace": "team"}))
+        assert [r["source_file_name"] for r in own["results"]] == ["geese.md"]
+
+    run_with_client(service, "bob-key", body)
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+
+
+@pytest.mark.parametrize("headers", [{}, {"X-API-Key": "nope"}, {"Authorization": "Bearer nope"}])
+def test_the_mcp_endpoint_refuses_requests_without_a_valid_key(
+    service: str, headers: dict[str, str]
+) -> None:
+    response = httpx.post(
+        f"{service}/mcp/",
+        json=INITIALIZE,
+        headers={"Accept": "application/json, text/event-stream", **headers},
+        timeout=30,
+    )
+    assert response.status_code == 401
+    assert response.json()["field"] == "authorization"
+
+
+def test_the_mcp_client_fails_to_connect_without_a_key(service: str) -> None:
+    async def main() -> None:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            transport = streamable_http_client(f"{service}/mcp/", http_client=http)
+            async with Client(transport) as client:
+                await client.list_tools()
+
+    with pytest.raises(ExceptionGroup) as refused:
+        anyio.run(main)
+    assert refused.group_contains(MCPError, depth=None)
+
+
+def test_stdio_server_answers_search(corpus: CorpusSettings) -> None:
+    code = (
+        "import os; from query_service.server import serve_stdio; "
+        "from query_service.config import ServiceSettings; "
+        "serve_stdio(ServiceSettings(), os.environ.get('CORPUS_API_KEY'))"
+    )
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", code],
+        env={"CORPUS_HOME": str(corpus.home), "CORPUS_API_KEY": "bob-key"},
+        cwd=str(corpus.home),
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            found = structured(
+                await client.call_tool("search", {"query": "geese graze", "namespace": "team"})
+            )
+            top = found["results"][0]
+            assert (top["source_file_name"], top["section_path"]) == ("geese.md", ["Geese"])
+            assert top["chunk_id"]
+            forbidden = await client.call_tool("search", {"query": "ducks"})
+            assert forbidden.is_error
+
+    anyio.run(main)
