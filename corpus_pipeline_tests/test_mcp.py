@@ -29,7 +29,7 @@ from .support import build_documents
 pytestmark = pytest.mark.slow
 
 KEYS = {"alice-key": ("alice", ["default", "team"]), "bob-key": ("bob", ["team"])}
-TOOLS = {"search", "read", "outline", "list_documents"}
+TOOLS = {"search", "agentic_search", "read", "outline", "list_documents"}
 MISSING_CHUNK = "c" + "0" * 32
 
 

@@ -17,8 +17,9 @@ from typing import Annotated, Any, TypeVar
 from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Discriminator, Tag
 
+from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse
 from corpus_pipeline.contracts.api import (
     NAMESPACE_PATTERN,
     CacheStats,
@@ -34,6 +35,7 @@ from corpus_pipeline.contracts.api import (
     ReadResponse,
 )
 from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
+from query_service.agentic import BudgetTooSmall
 from query_service.auth import Principal
 from query_service.config import ServiceSettings
 from query_service.revision import NamespaceNotFound
@@ -43,6 +45,20 @@ from query_service.store import DocumentNotFound
 log = logging.getLogger("corpus.query_service")
 T = TypeVar("T")
 
+
+def _mode(value: Any) -> str:
+    mode = (
+        value.get("mode", "classic")
+        if isinstance(value, dict)
+        else getattr(value, "mode", "classic")
+    )
+    return mode if mode in ("classic", "agentic") else "classic"
+
+
+SearchBody = Annotated[
+    Annotated[SearchRequest, Tag("classic")] | Annotated[AgenticRequest, Tag("agentic")],
+    Discriminator(_mode),
+]
 NamespaceParam = Annotated[str, Query(pattern=NAMESPACE_PATTERN, description="Namespace to read.")]
 DocumentIdParam = Annotated[str, Path(min_length=1, max_length=200)]
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -161,6 +177,12 @@ def create_app(
     async def _no_namespace(_: Request, exc: NamespaceNotFound) -> JSONResponse:
         return JSONResponse(status_code=404, content={"detail": str(exc), "field": "namespace"})
 
+    @app.exception_handler(BudgetTooSmall)
+    async def _budget(_: Request, exc: BudgetTooSmall) -> JSONResponse:
+        return JSONResponse(
+            status_code=422, content={"detail": f"token_budget: {exc}", "field": "token_budget"}
+        )
+
     @app.exception_handler(DocumentNotFound)
     async def _no_document(_: Request, exc: DocumentNotFound) -> JSONResponse:
         return JSONResponse(status_code=404, content={"detail": str(exc), "field": "document_id"})
@@ -197,8 +219,13 @@ def create_app(
             body, status_code=200 if service.snapshots.ready else 503, media_type="application/json"
         )
 
-    @app.post("/v1/search", response_model=SearchResponse, responses=_ERRORS, tags=["search"])
-    async def search(request: SearchRequest, svc: ServiceDep, principal: PrincipalDep) -> Response:
+    @app.post(
+        "/v1/search",
+        response_model=SearchResponse | AgenticResponse,
+        responses=_ERRORS,
+        tags=["search"],
+    )
+    async def search(request: SearchBody, svc: ServiceDep, principal: PrincipalDep) -> Response:
         _require_unicode(request)
         body = await run_blocking(svc, svc.search, principal, request)
         revision = svc.revision(principal, request.namespace).number

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -30,6 +30,14 @@ class ServiceSettings(BaseSettings):
         default=0.0, ge=0, description="Ranking prior from access statistics; 0 = off."
     )
     stats_flush_seconds: float = Field(default=1.0, gt=0)
+    # Agentic planner model (any OpenAI-compatible endpoint); empty = the rule-based planner.
+    planner_model: str = ""
+    llm_base_url: str = ""
+    llm_api_keys: SecretStr = Field(
+        default=SecretStr(""), description="Comma-separated; rotated per rate limit."
+    )
+    llm_requests_per_minute: int = Field(default=60, ge=1)
+    llm_timeout_seconds: float = Field(default=20.0, gt=0)
 
     @field_validator("home", mode="after")
     @classmethod

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 
+from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.api import ReadRef, ReadRequest
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
 from query_service.auth import Principal
@@ -72,8 +74,28 @@ def build_mcp(service: QueryService, fixed_principal: Principal | None = None) -
             }
         )
         body: bytes = await blocking(service.search, principal_of(ctx), request)
-        import json
+        result: dict[str, Any] = json.loads(body)
+        return result
 
+    @mcp.tool(
+        description=(
+            "Agentic retrieval: plans sub-queries (comparisons, multi-part questions), discovers, "
+            "navigates the section tree and returns `evidence_text` grouped by document and section "
+            "with citations, never exceeding `token_budget` tokens (the whole response counts). "
+            "It returns evidence, not an answer: decide yourself whether it suffices."
+        )
+    )
+    async def agentic_search(
+        ctx: Context,
+        query: str,
+        namespace: str = "default",
+        token_budget: int = 8000,
+        top_k: int = 10,
+    ) -> dict[str, Any]:
+        request = AgenticRequest(
+            mode="agentic", query=query, namespace=namespace, token_budget=token_budget, top_k=top_k
+        )
+        body: bytes = await blocking(service.search, principal_of(ctx), request)
         result: dict[str, Any] = json.loads(body)
         return result
 

@@ -138,7 +138,9 @@ def _resource_of(revision: Revision, chunk_row: dict[str, Any]) -> Resource | No
     return Resource.model_validate(resource) if resource else None
 
 
-def _render(revision: Revision, row: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> ReadChunk:
+def render_chunk(
+    revision: Revision, row: dict[str, Any], by_id: dict[str, dict[str, Any]]
+) -> ReadChunk:
     """Embed connected tables (HTML) and images (path + description) at their marker spans —
     planned edits applied in reverse order, never string replacement of placeholders."""
     metadata = ChunkMetadata.model_validate_json(row["metadata"])
@@ -202,7 +204,7 @@ def _read_ref(revision: Revision, ref: ReadRef, limit: int) -> ReadItem:
             return ReadItem(
                 ref=ref, status="not_found", message=f"chunk '{ref.chunk_id}' not found"
             )
-        return ReadItem(ref=ref, status="ok", chunks=[_render(revision, row, {})])
+        return ReadItem(ref=ref, status="ok", chunks=[render_chunk(revision, row, {})])
     assert ref.document_id is not None
     rows = (
         revision.table(t.CHUNKS)
@@ -236,7 +238,7 @@ def _read_ref(revision: Revision, ref: ReadRef, limit: int) -> ReadItem:
     }
     # Resources embedded in a selected text chunk are shown there, not again on their own.
     selected = [r for r in selected if r["chunk_id"] not in embedded]
-    chunks = [_render(revision, r, by_id) for r in selected[:limit]]
+    chunks = [render_chunk(revision, r, by_id) for r in selected[:limit]]
     return ReadItem(ref=ref, status="ok", chunks=chunks, truncated=len(selected) > limit)
 
 

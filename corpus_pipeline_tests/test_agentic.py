@@ -1,0 +1,261 @@
+"""Agentic search: plans, the shared budget, navigation, evidence, ranking and run records."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from corpus_pipeline.contracts import ChunkType
+from corpus_pipeline.contracts.agentic import AgenticRequest, PlanStep
+from corpus_pipeline.enrich.tokens import count_tokens
+from corpus_pipeline.publish.service import publish
+from corpus_pipeline.settings import load_settings
+from query_service.agentic import BudgetTooSmall, agentic_search
+from query_service.planner import InvalidPlan, LLMPlanner, RulePlanner, layers, validate_plan
+from query_service.records import RunRecorder, read_runs
+from query_service.revision import open_revision
+
+from .support import DOCS, build_documents
+
+DUCKS = """# Ducks
+
+## Diving ducks
+
+Tufted ducks dive for mussels and snails in deep water.
+
+## Dabbling ducks
+
+Mallards dabble at the surface for plants and seeds.
+
+### Mallard moult
+
+Mallards lose their flight feathers in summer and hide in reeds.
+"""
+GEESE = """# Geese
+
+## Migration
+
+Greylag geese migrate south in autumn in V-shaped flocks.
+
+## Feeding
+
+Geese graze on grass and grain in open fields.
+"""
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    settings = load_settings(home=tmp_path_factory.mktemp("agentic"))
+    build_documents(
+        settings,
+        {
+            "ducks.md": DUCKS,
+            "geese.md": GEESE,
+            "word_tables.docx": (DOCS / "word_tables.docx").read_bytes(),
+        },
+    )
+    for i in range(12):
+        build_documents(
+            settings,
+            {f"notes/{i}.md": f"# Note {i}\n\nA birdwatching note number {i} about the lake.\n"},
+        )
+    publish(settings)
+    return settings, open_revision(settings.published_dir, "default")
+
+
+def ask(corpus, query: str, **kw) -> object:
+    return agentic_search(
+        corpus[1], AgenticRequest(mode="agentic", query=query, **kw), RulePlanner()
+    )
+
+
+def step(id_: str, deps: list[str] | None = None) -> PlanStep:
+    return PlanStep(id=id_, query=f"query {id_}", depends_on=deps or [])
+
+
+def test_plan_validation_rejects_cycles_unknown_dependencies_and_duplicates():
+    with pytest.raises(InvalidPlan, match="cycle"):
+        validate_plan([step("a", ["b"]), step("b", ["a"])])
+    with pytest.raises(InvalidPlan, match="unknown"):
+        validate_plan([step("a", ["zz"])])
+    with pytest.raises(InvalidPlan, match="unique"):
+        validate_plan([step("a"), step("a")])
+    assert [
+        [s.id for s in layer] for layer in layers([step("c", ["a", "b"]), step("a"), step("b")])
+    ] == [["a", "b"], ["c"]]
+
+
+def test_an_invalid_llm_plan_falls_back_to_the_rule_plan():
+    def cyclic(_: str) -> tuple[dict[str, object], int]:
+        return {
+            "steps": [
+                {"id": "a", "query": "x", "depends_on": ["b"]},
+                {"id": "b", "query": "y", "depends_on": ["a"]},
+            ]
+        }, 50
+
+    def failing(_: str) -> tuple[dict[str, object], int]:
+        raise TimeoutError("model took too long")
+
+    request = AgenticRequest(mode="agentic", query="How do ducks feed?")
+    for fn in (cyclic, failing):
+        plan = LLMPlanner(fn, RulePlanner()).plan(request)
+        assert plan.planner.startswith("rule (fallback")
+        assert [s.query for s in plan.steps] == ["How do ducks feed?"]
+
+
+def test_a_valid_llm_plan_is_used():
+    def good(_: str) -> tuple[dict[str, object], int]:
+        return {
+            "steps": [
+                {"id": "s1", "query": "duck diet"},
+                {"id": "s2", "query": "goose diet", "depends_on": ["s1"]},
+            ]
+        }, 80
+
+    plan = LLMPlanner(good, RulePlanner()).plan(AgenticRequest(mode="agentic", query="diets"))
+    assert plan.planner == "llm" and [s.depends_on for s in plan.steps] == [[], ["s1"]]
+
+
+def test_most_queries_are_one_step_and_no_plan_has_an_answer_step():
+    plan = RulePlanner().plan(AgenticRequest(mode="agentic", query="How do tufted ducks feed?"))
+    assert len(plan.steps) == 1
+    assert "answer" not in json.dumps(plan.model_dump()).lower()
+
+
+def test_a_multi_part_query_gets_two_steps_whose_evidence_covers_both_parts(corpus):
+    response = ask(
+        corpus, "What do tufted ducks dive for? When do greylag geese migrate?", token_budget=8000
+    )
+    assert [p.status for p in response.plan] == ["done", "done"]
+    assert "mussels" in response.evidence_text and "autumn" in response.evidence_text
+    assert response.answer_text == ""
+
+
+def test_a_comparison_plans_one_step_per_side(corpus):
+    response = ask(corpus, "Compare diving ducks and dabbling ducks", token_budget=8000)
+    assert len(response.plan) == 2
+    assert "mussels" in response.evidence_text and "plants and seeds" in response.evidence_text
+
+
+def test_evidence_is_grouped_by_document_and_section_with_headings(corpus):
+    text = ask(corpus, "Where do mallards hide when they moult?", token_budget=8000).evidence_text
+    assert "# ducks.md" in text
+    assert "## Ducks > Dabbling ducks > Mallard moult" in text
+    assert text.index("## Ducks > Dabbling ducks > Mallard moult") < text.index("hide in reeds")
+
+
+def test_table_evidence_is_embedded_as_html(corpus):
+    response = ask(corpus, "merged cell vertical spans table", token_budget=16000)
+    assert "<table>" in response.evidence_text and "rowspan" in response.evidence_text
+    assert "[table: tables/" not in response.evidence_text
+
+
+def test_results_are_ordered_and_zero_agent_scores_go_to_fallback(corpus):
+    response = ask(corpus, "tufted ducks dive mussels", token_budget=16000)
+    keys = [(-r.agent_score, -r.discovery_score) for r in response.results]
+    assert keys == sorted(keys)
+    assert all(r.agent_score > 0 for r in response.results)
+    assert all(r.agent_score == 0 for r in response.fallback_results)
+
+
+def test_exclusions_hold_in_every_phase(corpus):
+    ducks = next(
+        r.document_id
+        for r in ask(corpus, "tufted ducks", token_budget=8000).results
+        if r.source_file_name == "ducks.md"
+    )
+    response = ask(
+        corpus,
+        "tufted ducks dive mussels mallards",
+        token_budget=16000,
+        exclude_document_ids=[ducks],
+    )
+    assert all(r.document_id != ducks for r in [*response.results, *response.fallback_results])
+    assert "ducks.md" not in response.evidence_text
+    section = ask(
+        corpus,
+        "mallards moult reeds",
+        token_budget=16000,
+        exclude_section_paths=[["Ducks", "Dabbling ducks"]],
+    )
+    assert (
+        "hide in reeds" not in section.evidence_text
+        and "plants and seeds" not in section.evidence_text
+    )
+
+
+def test_only_allowed_chunk_types_are_returned(corpus):
+    response = ask(corpus, "merged cell table", token_budget=16000, chunk_types=[ChunkType.TABLE])
+    assert response.results and all(
+        r.chunk_type is ChunkType.TABLE for r in [*response.results, *response.fallback_results]
+    )
+
+
+def test_budget_exhaustion_mid_dag_returns_partial_evidence_and_says_so(corpus):
+    response = ask(
+        corpus,
+        "What do tufted ducks dive for? When do greylag geese migrate? How do geese feed?",
+        token_budget=900,
+    )
+    assert response.stop_reason == "budget_exhausted"
+    assert response.budget.truncated
+    assert response.budget.evidence_tokens_available > 0
+    assert count_tokens(response.model_dump_json()) <= 900
+
+
+def test_a_budget_too_small_for_the_plan_itself_is_an_error():
+    with pytest.raises(ValueError, match="token_budget"):
+        AgenticRequest(mode="agentic", query="x", token_budget=10)
+
+
+def test_a_long_query_with_a_tiny_budget_is_refused_not_overrun(corpus):
+    with pytest.raises(BudgetTooSmall):
+        ask(corpus, "ducks " * 600, token_budget=512)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    budget=st.integers(min_value=512, max_value=6000),
+    query=st.sampled_from(
+        [
+            "tufted ducks dive",
+            "Compare diving ducks and dabbling ducks",
+            "merged cell table",
+            "What do tufted ducks dive for? When do greylag geese migrate?",
+            "birdwatching note lake",
+        ]
+    ),
+    top_k=st.integers(min_value=1, max_value=20),
+)
+def test_the_response_never_exceeds_the_budget(corpus, budget, query, top_k):
+    try:
+        response = ask(corpus, query, token_budget=budget, top_k=top_k)
+    except BudgetTooSmall:
+        return
+    assert count_tokens(response.model_dump_json()) <= budget
+    assert response.budget.used <= budget
+
+
+def test_run_and_step_records_are_appended_never_rewritten(corpus, tmp_path):
+    settings, revision = corpus
+    paths = []
+    for query in ("tufted ducks", "geese migrate"):
+        recorder = RunRecorder(tmp_path / "runs", "default")
+        agentic_search(
+            revision, AgenticRequest(mode="agentic", query=query), RulePlanner(), recorder
+        )
+        paths.append(recorder.write())
+    first_bytes = paths[0].read_bytes()
+    table = read_runs(tmp_path / "runs", "default")
+    assert set(table.column("record_type").to_pylist()) == {"run", "step"}
+    assert len(set(table.column("run_id").to_pylist())) == 2
+    assert {"plan", "retrieve", "agentic_search"} <= set(table.column("action").to_pylist())
+    assert paths[0].read_bytes() == first_bytes
+    assert pq.read_table(paths[1]).num_rows > 0

@@ -1,0 +1,624 @@
+"""Agentic search: a planned DAG of retrieval steps under one shared token budget.
+
+Each step runs three phases: discovery (classic fused search), bounded breadth-first
+navigation of the section tree around the discovered sections (scored deterministically by
+coverage of the step's terms in titles, summaries and content, plus proximity to discovery
+hits), and evidence rendering (only the chosen sections' raw segments are loaded; embedded
+tables/images resolved system-side). Independent steps run concurrently. Evidence is admitted
+against the budget best-first; the final serialized response (plus model calls) never exceeds
+the budget. Retrieval returns evidence; it never writes an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from corpus_pipeline.contracts import ChunkType
+from corpus_pipeline.contracts.agentic import (
+    AgenticRequest,
+    AgenticResponse,
+    AgenticResult,
+    BudgetReport,
+    Plan,
+    PlanStep,
+    StepReport,
+)
+from corpus_pipeline.contracts.search import Location, SearchRequest, SearchResult
+from corpus_pipeline.enrich.text import STOP_WORDS
+from corpus_pipeline.index import channels as ch
+from corpus_pipeline.publish import tables as t
+from query_service.budget import BudgetExhausted, TokenBudget, tokens_of
+from query_service.classic import classic_search
+from query_service.planner import Planner, layers
+from query_service.records import RunRecorder
+from query_service.revision import Revision
+from query_service.store import render_chunk
+
+MAX_VISITED_SECTIONS = 60
+STEP_WORKERS = 4
+PLANNER_RESERVE = 2048
+_STOP_STEMS = frozenset(t for w in STOP_WORDS for t in ch.analyze("content", w))
+
+Path_ = tuple[str, ...]
+
+
+class BudgetTooSmall(ValueError):
+    """Even an answer without evidence would not fit: the caller gets a 422 naming the field."""
+
+    def __init__(self, needed: int) -> None:
+        self.needed = needed
+        super().__init__(
+            f"token_budget is too small for this query and plan (needs at least {needed})"
+        )
+
+
+@dataclass
+class Evidence:
+    step_id: str
+    document_id: str
+    source_file_name: str
+    section_path: Path_
+    section_order: int
+    chunk_order: int
+    text: str
+    result: AgenticResult
+
+
+@dataclass
+class Outline:
+    document_id: str
+    source_file_name: str
+    section_path: Path_
+    section_order: int
+    line: str
+    score: float
+
+
+@dataclass
+class StepOutcome:
+    step: PlanStep
+    evidence: list[Evidence] = field(default_factory=list)
+    fallback: list[AgenticResult] = field(default_factory=list)
+    outlines: list[Outline] = field(default_factory=list)
+    discovered: int = 0
+    error: str | None = None
+    latency_ms: float = 0.0
+
+
+class _DocCache:
+    """Sections and chunk rows of the documents a run touches (read once per run)."""
+
+    def __init__(self, revision: Revision) -> None:
+        self.revision = revision
+        self._sections: dict[str, dict[Path_, dict[str, Any]]] = {}
+        self._chunks: dict[str, list[dict[str, Any]]] = {}
+
+    def sections(self, document_id: str) -> dict[Path_, dict[str, Any]]:
+        if document_id not in self._sections:
+            rows = (
+                self.revision.table(t.SECTIONS)
+                .search()
+                .where(f"document_id = {t.quote(document_id)}")
+                .select(["path", "title", "summary", "sort_order", "level"])
+                .limit(None)
+                .to_list()
+            )
+            self._sections[document_id] = {tuple(r["path"]): r for r in rows}
+        return self._sections[document_id]
+
+    def chunks(self, document_id: str) -> list[dict[str, Any]]:
+        if document_id not in self._chunks:
+            rows = (
+                self.revision.table(t.CHUNKS)
+                .search()
+                .where(f"document_id = {t.quote(document_id)}")
+                .limit(None)
+                .to_list()
+            )
+            rows.sort(key=lambda r: r["sort_order"])
+            self._chunks[document_id] = rows
+        return self._chunks[document_id]
+
+
+def _terms(text: str) -> set[str]:
+    return {w for w in ch.analyze("content", text) if w not in _STOP_STEMS} or set(
+        ch.analyze("content", text)
+    )
+
+
+def _idf_weights(revision: Revision, terms: set[str]) -> dict[str, float]:
+    """Rarer terms count more: matching 'IBM' says more than matching 'name'."""
+    total = max(revision.pointer.chunks, 1)
+    out = {}
+    for term in terms:
+        df = revision.searcher.doc_freq(ch.F_CONTENT, term)
+        out[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+    return out
+
+
+def _coverage(terms: dict[str, float], text: str) -> float:
+    """IDF-weighted share of the step's terms that occur in `text` (0..1)."""
+    total = sum(terms.values())
+    if total <= 0:
+        return 0.0
+    present = set(ch.analyze("content", text))
+    return sum(w for t, w in terms.items() if t in present) / total
+
+
+def _excluded_path(path: Path_, request: AgenticRequest) -> bool:
+    return any(list(path[: len(p)]) == p for p in request.exclude_section_paths if p)
+
+
+def _run_step(
+    revision: Revision, docs: _DocCache, request: AgenticRequest, step: PlanStep
+) -> StepOutcome:
+    started = time.perf_counter()
+    outcome = StepOutcome(step=step)
+    allowed = set(step.chunk_types) & set(request.chunk_types) or set(request.chunk_types)
+    discovery = classic_search(
+        revision,
+        SearchRequest(
+            query=step.query,
+            namespace=request.namespace,
+            top_k=step.top_k,
+            chunk_types=sorted(allowed),
+            exclude_document_ids=request.exclude_document_ids,
+            exclude_section_paths=request.exclude_section_paths,
+            filters=request.filters,
+        ),
+    )
+    outcome.discovered = len(discovery.results)
+    discovered: dict[str, SearchResult] = {r.chunk_id: r for r in discovery.results}
+    terms = _idf_weights(revision, _terms(step.query))
+    # Navigation: BFS over the section tree from every discovered place (bounded).
+    # `proximity`: the best discovery score (relative to the step's best) of the hits a section
+    # holds, halved per hop of the tree away from them.
+    distance: dict[tuple[str, Path_], int] = {}
+    proximity: dict[tuple[str, Path_], float] = {}
+    frontier: list[tuple[str, Path_]] = []
+    best_score = max((r.score for r in discovery.results), default=0.0) or 1.0
+    for result in discovery.results:
+        for loc in result.occurrences:
+            key = (loc.document_id, tuple(loc.section_path))
+            proximity[key] = max(proximity.get(key, 0.0), result.score / best_score)
+            if key not in distance:
+                distance[key] = 0
+                frontier.append(key)
+    depth = 0
+    while frontier and depth < request.max_depth and len(distance) < MAX_VISITED_SECTIONS:
+        depth += 1
+        nxt: list[tuple[str, Path_]] = []
+        for document_id, path in frontier:
+            sections = docs.sections(document_id)
+            neighbours = [path[:-1]] if path else []
+            neighbours += [
+                p for p in sections if len(p) == len(path) + 1 and p[: len(path)] == path
+            ]
+            for near in neighbours:
+                key = (document_id, near)
+                proximity[key] = max(proximity.get(key, 0.0), proximity[(document_id, path)] / 2)
+                if key not in distance and len(distance) < MAX_VISITED_SECTIONS:
+                    distance[key] = depth
+                    nxt.append(key)
+        frontier = nxt
+    scored: list[tuple[float, str, Path_]] = []
+    for document_id, path in distance:
+        if _excluded_path(path, request):
+            continue
+        section = docs.sections(document_id).get(path)
+        heading = f"{section['title']} {section['summary']}" if section else ""
+        body = " ".join(
+            r["content"] for r in docs.chunks(document_id) if tuple(r["section_path"]) == path
+        )
+        score = 0.35 * _coverage(terms, heading) + 0.35 * _coverage(terms, body)
+        if score > 0:  # proximity only ranks sections that match the step's terms at all
+            score += 0.3 * proximity.get((document_id, path), 0.0)
+        scored.append((round(score, 4), document_id, path))
+    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+    opened = [s for s in scored if s[0] > 0][: request.max_breadth]
+    opened_keys = {(d, p) for _, d, p in opened}
+    for score, document_id, path in opened:
+        section = docs.sections(document_id).get(path)
+        rows = [r for r in docs.chunks(document_id) if tuple(r["section_path"]) == path]
+        by_id = {r["chunk_id"]: r for r in docs.chunks(document_id)}
+        embedded = {
+            c["target"]
+            for r in rows
+            if ChunkType(r["chunk_type"])
+            in allowed  # a resource stands alone if its host is not returned
+            for c in json.loads(r["metadata"])["connect_to"]
+            if c["relation"] == "embeds"
+        }
+        for row in rows:
+            if row["chunk_id"] in embedded or ChunkType(row["chunk_type"]) not in allowed:
+                continue
+            rendered = render_chunk(revision, row, by_id)
+            hit = discovered.get(row["chunk_id"])
+            agent_score = round(score + 0.2 * _coverage(terms, row["content"]), 4)
+            found = AgenticResult(
+                content=rendered.content,
+                chunk_type=rendered.chunk_type,
+                document_id=document_id,
+                chunk_id=row["chunk_id"],
+                source_file_name=row["source_path"],
+                section_path=list(path),
+                pages=list(row["pages"] or []),
+                agent_score=agent_score,
+                discovery_score=hit.score if hit else 0.0,
+                step_id=step.id,
+                occurrences=hit.occurrences
+                if hit
+                else [
+                    Location(
+                        document_id=document_id,
+                        source_file_name=row["source_path"],
+                        section_path=list(path),
+                        pages=list(row["pages"] or []),
+                    )
+                ],
+                resource=rendered.resources[-1]
+                if rendered.chunk_type is not ChunkType.TEXT and rendered.resources
+                else None,
+            )
+            outcome.evidence.append(
+                Evidence(
+                    step.id,
+                    document_id,
+                    row["source_path"],
+                    path,
+                    section["sort_order"] if section else -1,
+                    row["sort_order"],
+                    rendered.content,
+                    found,
+                )
+            )
+    for score, document_id, path in scored:
+        if (document_id, path) in opened_keys or score <= 0:
+            continue
+        section = docs.sections(document_id).get(path)
+        if section is None:
+            continue
+        line = f"- {' > '.join(path)}: {section['summary']}".rstrip(": ")
+        outcome.outlines.append(Outline(document_id, "", path, section["sort_order"], line, score))
+    opened_chunks = {e.result.chunk_id for e in outcome.evidence}
+    for hit in discovery.results:
+        if hit.chunk_id not in opened_chunks:
+            outcome.fallback.append(
+                AgenticResult(
+                    content=hit.content,
+                    chunk_type=hit.chunk_type,
+                    document_id=hit.document_id,
+                    chunk_id=hit.chunk_id,
+                    source_file_name=hit.source_file_name,
+                    section_path=hit.section_path,
+                    pages=hit.pages,
+                    agent_score=0.0,
+                    discovery_score=hit.score,
+                    step_id=step.id,
+                    occurrences=hit.occurrences,
+                    resource=hit.resource,
+                )
+            )
+    outcome.latency_ms = (time.perf_counter() - started) * 1000
+    return outcome
+
+
+def render_evidence(evidence: list[Evidence], outlines: list[Outline]) -> str:
+    """Evidence grouped by document (strongest document first), then by section in document
+    order, with headings; unopened but relevant sections follow as outlines."""
+    best: dict[str, float] = {}
+    for item in evidence:
+        best[item.document_id] = max(best.get(item.document_id, 0.0), item.result.agent_score)
+    by_doc: dict[str, list[Evidence]] = {}
+    ordered = sorted(
+        evidence,
+        key=lambda e: (-best[e.document_id], e.document_id, e.section_order, e.chunk_order),
+    )
+    for item in ordered:
+        by_doc.setdefault(item.document_id, []).append(item)
+    parts: list[str] = []
+    for document_id, items in by_doc.items():
+        parts.append(f"# {items[0].source_file_name} (document {document_id})")
+        current: Path_ | None = None
+        for item in items:
+            if item.section_path != current:
+                current = item.section_path
+                parts.append(f"## {' > '.join(current) or '(document start)'}")
+            pages = f", pages {','.join(map(str, item.result.pages))}" if item.result.pages else ""
+            parts.append(f"{item.text}\n[chunk {item.result.chunk_id}{pages}]")
+        lines = [o.line for o in outlines if o.document_id == document_id]
+        if lines:
+            parts.append("## Other sections (not opened)\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _result_cost(result: AgenticResult) -> int:
+    return tokens_of(result.model_dump_json())
+
+
+def agentic_search(
+    revision: Revision,
+    request: AgenticRequest,
+    planner: Planner,
+    recorder: RunRecorder | None = None,
+    model_tokens: Callable[[], int] | None = None,
+) -> AgenticResponse:
+    started = time.perf_counter()
+    budget = TokenBudget(request.token_budget)
+    docs = _DocCache(revision)
+    # Plan (an LLM planner reserves before it calls and commits what it used).
+    model_used = 0
+    reservation = (
+        budget.reserve(min(PLANNER_RESERVE, budget.remaining)) if planner.name == "llm" else 0
+    )
+    before = model_tokens() if model_tokens else 0
+    plan_started = time.perf_counter()
+    plan: Plan = planner.plan(request)
+    if reservation:
+        model_used = (model_tokens() if model_tokens else 0) - before
+        budget.commit(reservation, model_used, "planner")
+    if recorder:
+        recorder.add(
+            "step",
+            "plan",
+            inputs={"query": request.query},
+            outputs=plan.model_dump(mode="json"),
+            latency_ms=(time.perf_counter() - plan_started) * 1000,
+            tokens=model_used,
+            model=plan.planner,
+        )
+    # Skeleton of the response: reserved up front so evidence can never crowd it out.
+    skeleton = _response(
+        request, revision, plan, [], [], [], {}, budget, 0, False, "completed", started, model_used
+    )
+    skeleton_cost = tokens_of(skeleton.model_dump_json()) + 64 + 40 * len(plan.steps)
+    try:
+        budget.reserve(skeleton_cost)
+    except BudgetExhausted as exc:
+        raise BudgetTooSmall(skeleton_cost + model_used) from exc
+    outcomes: dict[str, StepOutcome] = {}
+    admitted: list[Evidence] = []
+    admitted_ids: set[str] = set()
+    outlines: list[Outline] = []
+    fallback: list[AgenticResult] = []
+    available = 0
+    exhausted = False
+    statuses: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=STEP_WORKERS, thread_name_prefix="agentic-step") as pool:
+        for layer in layers(plan.steps):
+            if exhausted:
+                for step in layer:
+                    statuses[step.id] = "skipped"
+                continue
+            futures = {
+                step.id: pool.submit(_run_step, revision, docs, request, step) for step in layer
+            }
+            for step in layer:
+                try:
+                    outcomes[step.id] = futures[step.id].result()
+                    statuses[step.id] = "done"
+                except Exception as exc:  # a failing step must not lose the others' evidence
+                    outcomes[step.id] = StepOutcome(step=step, error=type(exc).__name__)
+                    statuses[step.id] = "failed"
+            candidates = [
+                e
+                for s in layer
+                for e in outcomes[s.id].evidence
+                if e.result.chunk_id not in admitted_ids
+            ]
+            candidates.sort(
+                key=lambda e: (-e.result.agent_score, -e.result.discovery_score, e.result.chunk_id)
+            )
+            seen_layer: set[str] = set()
+            for item in candidates:
+                if item.result.chunk_id in seen_layer:
+                    continue
+                seen_layer.add(item.result.chunk_id)
+                cost = tokens_of(item.text) + _result_cost(item.result) + 24
+                available += cost
+                if exhausted:
+                    continue
+                try:
+                    held = budget.reserve(cost)
+                except BudgetExhausted:
+                    exhausted = True
+                    continue
+                budget.commit(held, cost, item.step_id)
+                admitted.append(item)
+                admitted_ids.add(item.result.chunk_id)
+            for s in layer:
+                outcome = outcomes[s.id]
+                outlines.extend(outcome.outlines)
+                fallback.extend(f for f in outcome.fallback if f.chunk_id not in admitted_ids)
+                if recorder:
+                    recorder.add(
+                        "step",
+                        "retrieve",
+                        step_id=s.id,
+                        inputs=s.model_dump(mode="json"),
+                        outputs={
+                            "discovered": outcome.discovered,
+                            "evidence": len(outcome.evidence),
+                        },
+                        latency_ms=outcome.latency_ms,
+                        tokens=budget.per_step.get(s.id, 0),
+                        error=outcome.error,
+                    )
+    # Outlines and fallback results are lower priority than evidence: admitted while budget lasts.
+    kept_outlines: list[Outline] = []
+    admitted_docs = {e.document_id for e in admitted}
+    for outline in sorted(outlines, key=lambda o: -o.score):
+        if outline.document_id not in admitted_docs:
+            continue
+        try:
+            held = budget.reserve(tokens_of(outline.line) + 2)
+        except BudgetExhausted:
+            break
+        budget.commit(held, tokens_of(outline.line) + 2, "outline")
+        kept_outlines.append(outline)
+    unique_fallback: dict[str, AgenticResult] = {}
+    for f in sorted(fallback, key=lambda r: -r.discovery_score):
+        if f.chunk_id not in admitted_ids:
+            unique_fallback.setdefault(f.chunk_id, f)
+    kept_fallback: list[AgenticResult] = []
+    for f in list(unique_fallback.values())[: request.top_k]:
+        try:
+            held = budget.reserve(_result_cost(f) + 4)
+        except BudgetExhausted:
+            exhausted = True
+            break
+        budget.commit(held, _result_cost(f) + 4, "fallback")
+        kept_fallback.append(f)
+    stop = "budget_exhausted" if exhausted else "completed"
+    response = _fit(
+        request,
+        revision,
+        plan,
+        admitted,
+        kept_outlines,
+        kept_fallback,
+        statuses,
+        outcomes,
+        budget,
+        available,
+        stop,
+        started,
+        model_used,
+    )
+    if recorder:
+        recorder.add(
+            "run",
+            "agentic_search",
+            inputs=request.model_dump(mode="json"),
+            outputs={"results": len(response.results), "stop_reason": response.stop_reason},
+            latency_ms=response.took_ms,
+            tokens=response.budget.used,
+            model=plan.planner,
+        )
+    return response
+
+
+def _response(
+    request: AgenticRequest,
+    revision: Revision,
+    plan: Plan,
+    evidence: list[Evidence],
+    outlines: list[Outline],
+    fallback: list[AgenticResult],
+    statuses: dict[str, str],
+    budget: TokenBudget,
+    available: int,
+    truncated: bool,
+    stop: str,
+    started: float,
+    model_used: int,
+    outcomes: dict[str, StepOutcome] | None = None,
+    used: int | None = None,
+) -> AgenticResponse:
+    outcomes = outcomes or {}
+    results = sorted(
+        (e.result for e in evidence), key=lambda r: (-r.agent_score, -r.discovery_score, r.chunk_id)
+    )
+    per_step = {
+        s.id: sum(tokens_of(e.text) for e in evidence if e.step_id == s.id) for s in plan.steps
+    }
+    return AgenticResponse(
+        query=request.query,
+        namespace=request.namespace,
+        revision=revision.number,
+        evidence_text=render_evidence(evidence, outlines),
+        results=results[: max(request.top_k, len(results))],
+        fallback_results=fallback,
+        plan=[
+            StepReport(
+                id=s.id,
+                query=s.query,
+                depends_on=s.depends_on,
+                status=statuses.get(s.id, "skipped"),  # type: ignore[arg-type]
+                tokens=per_step.get(s.id, 0),
+                discovered=outcomes[s.id].discovered if s.id in outcomes else 0,
+                sections_opened=len({e.section_path for e in outcomes[s.id].evidence})
+                if s.id in outcomes
+                else 0,
+                error=outcomes[s.id].error if s.id in outcomes else None,
+            )
+            for s in plan.steps
+        ],
+        planner=plan.planner,
+        budget=BudgetReport(
+            limit=budget.limit,
+            used=used if used is not None else budget.limit,
+            per_step=per_step,
+            model_tokens=model_used,
+            truncated=truncated,
+            evidence_tokens_available=available,
+        ),
+        stop_reason=stop,  # type: ignore[arg-type]
+        took_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+
+
+def _fit(
+    request: AgenticRequest,
+    revision: Revision,
+    plan: Plan,
+    evidence: list[Evidence],
+    outlines: list[Outline],
+    fallback: list[AgenticResult],
+    statuses: dict[str, str],
+    outcomes: dict[str, StepOutcome],
+    budget: TokenBudget,
+    available: int,
+    stop: str,
+    started: float,
+    model_used: int,
+) -> AgenticResponse:
+    """The hard invariant: tokens(serialized response) + model tokens ≤ limit. Estimates made the
+    admission decisions; here the real payload is counted and trimmed from the lowest priority
+    (fallback results, then outlines, then the weakest evidence) until it fits."""
+    evidence = sorted(
+        evidence,
+        key=lambda e: (-e.result.agent_score, -e.result.discovery_score, e.result.chunk_id),
+    )
+    outlines = list(outlines)
+    fallback = list(fallback)
+    truncated = stop == "budget_exhausted"
+    while True:
+        response = _response(
+            request,
+            revision,
+            plan,
+            evidence,
+            outlines,
+            fallback,
+            statuses,
+            budget,
+            available,
+            truncated,
+            stop,
+            started,
+            model_used,
+            outcomes,
+        )
+        total = tokens_of(response.model_dump_json()) + model_used
+        if total <= budget.limit:
+            final = response.model_copy(
+                update={"budget": response.budget.model_copy(update={"used": total})}
+            )
+            if tokens_of(final.model_dump_json()) + model_used <= budget.limit:
+                return final
+        truncated, stop = True, "budget_exhausted"
+        if fallback:
+            fallback.pop()
+        elif outlines:
+            outlines.pop()
+        elif evidence:
+            evidence.pop()
+        else:
+            raise BudgetTooSmall(total)
