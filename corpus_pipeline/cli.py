@@ -45,8 +45,15 @@ def main() -> None:
     "--organizational-unit", default=None, help="Free-text owner unit, kept as a filterable field."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the per-file summary as JSON.")
+@click.option(
+    "--password", default=None, help="Password of encrypted PDFs (kept in memory, never stored)."
+)
 def ingest_command(
-    paths: tuple[Path, ...], namespace: str | None, organizational_unit: str | None, as_json: bool
+    paths: tuple[Path, ...],
+    namespace: str | None,
+    organizational_unit: str | None,
+    as_json: bool,
+    password: str | None,
 ) -> None:
     """Store, parse and chunk files or folders; prints one line per file."""
     from corpus_pipeline.ingest import collect_files, ingest, publish_namespace_run
@@ -74,6 +81,7 @@ def ingest_command(
             namespace,
             organizational_unit,
             on_progress=lambda r: progress.update(task, advance=1, description=r.source_file_name),
+            password=password,
         )
     ns = namespace or settings.namespace
     published = (

@@ -38,3 +38,21 @@ class StorageError(CorpusError):
     def __init__(self, operation: str, key: str, cause: BaseException) -> None:
         self.operation = operation
         super().__init__(f"object store {operation} of '{key}' failed ({type(cause).__name__})")
+
+
+class PasswordRequiredError(CorpusError):
+    """An encrypted document was delivered without a password."""
+
+    def __init__(self, fmt: str = "pdf") -> None:
+        self.format = fmt
+        super().__init__(
+            f"encrypted {fmt} document: a password is needed (pass it with --password)"
+        )
+
+
+class WrongPasswordError(CorpusError):
+    """The password given for an encrypted document does not open it."""
+
+    def __init__(self, fmt: str = "pdf") -> None:
+        self.format = fmt
+        super().__init__(f"encrypted {fmt} document: the password is wrong")

@@ -30,6 +30,7 @@ from corpus_pipeline.defs.resources import (
 )
 from corpus_pipeline.errors import CorpusError, InvalidInputError
 from corpus_pipeline.pipeline import document_dir
+from corpus_pipeline.secrets import document_password
 from corpus_pipeline.settings import CorpusSettings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
 
@@ -118,7 +119,9 @@ def ingest(
     namespace: str | None = None,
     organizational_unit: str | None = None,
     on_progress: Callable[[IngestResult], None] | None = None,
+    password: str | None = None,
 ) -> list[IngestResult]:
+    """Ingest files; `password` opens encrypted PDFs and lives only in process memory."""
     ns = namespace or settings.namespace
     files = collect_files(paths)
     registry = SourceRegistry(ObjectStore(settings.object_store))
@@ -144,15 +147,16 @@ def ingest(
             outcome.document_id = record.document_id
             if not instance.has_dynamic_partition(DOCUMENTS_PARTITION, record.document_id):
                 instance.add_dynamic_partitions(DOCUMENTS_PARTITION, [record.document_id])
-            run = dg.materialize(
-                assets,
-                partition_key=record.document_id,
-                instance=instance,
-                resources=resources,
-                raise_on_error=False,
-                tags={"corpus/namespace": ns, "corpus/trigger": "cli"},
-                run_config=_QUIET,
-            )
+            with document_password(record.document_id, password):
+                run = dg.materialize(
+                    assets,
+                    partition_key=record.document_id,
+                    instance=instance,
+                    resources=resources,
+                    raise_on_error=False,
+                    tags={"corpus/namespace": ns, "corpus/trigger": "cli"},
+                    run_config=_QUIET,
+                )
             if run.success:
                 manifest = Manifest.model_validate_json(
                     (document_dir(settings, record.document_id) / "manifest.json").read_text(

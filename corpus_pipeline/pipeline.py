@@ -45,6 +45,7 @@ from corpus_pipeline.nav import build_nav
 from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext
 from corpus_pipeline.parsing.router import parser_for
 from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.secrets import get_password
 from corpus_pipeline.settings import CorpusSettings
 
 PIPELINE_VERSION = "0.1.0"
@@ -68,6 +69,8 @@ class ParseOutput(_Record):
     image_files: int
     diagnostics: list[Diagnostic]
     seconds: float
+    pages_parsed: int | None = None
+    truncated: bool = False
 
 
 class ChunksOutput(_Record):
@@ -102,17 +105,39 @@ def stage_dir(settings: CorpusSettings, document_id: str, stage: str) -> Path:
     return settings.work_dir / document_id / stage
 
 
-def run_profile(source_path: Path, source_file_name: str) -> DocumentProfile:
-    return profile_file(source_path, source_file_name)
+def run_profile(
+    source_path: Path,
+    source_file_name: str,
+    document_id: str | None = None,
+    settings: CorpusSettings | None = None,
+) -> DocumentProfile:
+    """Profile a file; an encrypted PDF is opened with the document's in-memory password."""
+    return profile_file(
+        source_path,
+        source_file_name,
+        password=get_password(document_id),
+        settings=settings,
+    )
 
 
 def parse_rows(
-    source_path: Path, source_file_name: str, profile: DocumentProfile, workdir: Path
+    source_path: Path,
+    source_file_name: str,
+    profile: DocumentProfile,
+    workdir: Path,
+    *,
+    settings: CorpusSettings | None = None,
+    password: str | None = None,
 ) -> ParseContext:
     """Run the routed parser strategy; rows come back without hierarchy paths."""
     parser = parser_for(profile)
     ctx = ParseContext(
-        source_path=source_path, source_file_name=source_file_name, profile=profile, workdir=workdir
+        source_path=source_path,
+        source_file_name=source_file_name,
+        profile=profile,
+        workdir=workdir,
+        settings=settings,
+        password=password,
     )
     parser(ctx)
     return ctx
@@ -124,11 +149,19 @@ def run_parse(
     source_file_name: str,
     profile: DocumentProfile,
     out_dir: Path,
+    settings: CorpusSettings | None = None,
 ) -> ParseOutput:
     """Parse, assign the heading hierarchy, and persist the parsed table and heading tree."""
     started = time.perf_counter()
     fresh_dir(out_dir)
-    ctx = parse_rows(source_path, source_file_name, profile, out_dir)
+    ctx = parse_rows(
+        source_path,
+        source_file_name,
+        profile,
+        out_dir,
+        settings=settings,
+        password=get_password(document_id),
+    )
     rows = assign_hierarchy(ctx.rows)
     if not rows:
         ctx.diagnostics.add("parse", "parse.empty", "the document has no extractable content")
@@ -147,6 +180,8 @@ def run_parse(
         image_files=len(ctx.resources.stored_images),
         diagnostics=ctx.diagnostics.items,
         seconds=time.perf_counter() - started,
+        pages_parsed=max((p for r in rows for p in r.page_numbers), default=None),
+        truncated=any(d.code == "parse.budget_exceeded" for d in ctx.diagnostics.items),
     )
 
 
@@ -330,6 +365,8 @@ def assemble_document(
             characters=sum(c.metadata.length for c in chunk_list),
             rows=parsed.rows,
             pages=profile.page_count,
+            pages_parsed=parsed.pages_parsed,
+            truncated=parsed.truncated,
         ),
         files=files,
         hierarchy=compact_hierarchy(headings),
@@ -363,13 +400,18 @@ def process_document(record: SourceRecord, source_path: Path, settings: CorpusSe
     """All stages in-process, without Dagster (used by tests and as the reference path)."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    profile = run_profile(source_path, record.source_file_name)
+    profile = run_profile(source_path, record.source_file_name, record.document_id, settings)
     timings["profile"] = time.perf_counter() - started
     doc = record.document_id
     staging = staging_dir(settings, doc)
     try:
         parsed = run_parse(
-            doc, source_path, record.source_file_name, profile, stage_dir(settings, doc, "parse")
+            doc,
+            source_path,
+            record.source_file_name,
+            profile,
+            stage_dir(settings, doc, "parse"),
+            settings,
         )
         timings["parse"] = parsed.seconds
         chunks = run_chunks(doc, parsed, profile, settings, stage_dir(settings, doc, "chunks"))

@@ -25,7 +25,9 @@ def free_port() -> int:
 def running_service(settings: ServiceSettings) -> Iterator[str]:
     """Start the app in a background thread; yield its base URL; stop it on exit."""
     app = create_app(settings)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corpus_pipeline.contracts import ChunkType
-from corpus_pipeline.contracts.agentic import AgenticRequest, PlanStep
+from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, PlanStep
 from corpus_pipeline.enrich.tokens import count_tokens
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import load_settings
@@ -67,7 +67,7 @@ def corpus(tmp_path_factory):
     return settings, open_revision(settings.published_dir, "default")
 
 
-def ask(corpus, query: str, **kw) -> object:
+def ask(corpus, query: str, **kw) -> AgenticResponse:
     return agentic_search(
         corpus[1], AgenticRequest(mode="agentic", query=query, **kw), RulePlanner()
     )
@@ -244,7 +244,7 @@ def test_the_response_never_exceeds_the_budget(corpus, budget, query, top_k):
 
 
 def test_run_and_step_records_are_appended_never_rewritten(corpus, tmp_path):
-    settings, revision = corpus
+    _, revision = corpus
     paths = []
     for query in ("tufted ducks", "geese migrate"):
         recorder = RunRecorder(tmp_path / "runs", "default")

@@ -88,11 +88,19 @@ def test_debug_stops_at_chunks(runner):
 
 
 def test_debug_of_an_unsupported_file_names_the_format(runner, tmp_path):
+    segments = tmp_path / "x.json"
+    segments.write_text('[{"type": "text", "content": "hello"}]')
+    result = runner.invoke(main, ["debug", str(segments)])
+    assert result.exit_code == 2
+    assert "unsupported format 'segments_json'" in result.output
+
+
+def test_debug_of_a_broken_pdf_says_it_is_corrupt(runner, tmp_path):
     pdf = tmp_path / "x.pdf"
     pdf.write_bytes(b"%PDF-1.4\n%%EOF")
     result = runner.invoke(main, ["debug", str(pdf)])
     assert result.exit_code == 2
-    assert "unsupported format 'pdf'" in result.output
+    assert "corrupt pdf document" in result.output
 
 
 @pytest.mark.slow

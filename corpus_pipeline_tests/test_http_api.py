@@ -25,7 +25,9 @@ KEYS = {"alice-key": ("alice", ["default", "team"]), "bob-key": ("bob", ["team"]
 
 def write_keys(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    entries = [{"key_sha256": hash_key(k), "principal": p, "namespaces": ns} for k, (p, ns) in KEYS.items()]
+    entries = [
+        {"key_sha256": hash_key(k), "principal": p, "namespaces": ns} for k, (p, ns) in KEYS.items()
+    ]
     path.write_text(json.dumps({"keys": entries}))
 
 
@@ -33,12 +35,21 @@ def write_keys(path: Path) -> None:
 def corpus(tmp_path_factory):
     home = tmp_path_factory.mktemp("http")
     settings = load_settings(home=home)
-    build_documents(settings, {"ducks.md": "# Ducks\n\n## Diving\n\nTufted ducks dive for mussels.\n\n## Dabbling\n\nMallards dabble.\n"},
-                    organizational_unit="Field", document_date=date(2024, 3, 1))
+    build_documents(
+        settings,
+        {
+            "ducks.md": "# Ducks\n\n## Diving\n\nTufted ducks dive for mussels.\n\n## Dabbling\n\nMallards dabble.\n"
+        },
+        organizational_unit="Field",
+        document_date=date(2024, 3, 1),
+    )
     build_documents(settings, {"word_tables.docx": (DOCS / "word_tables.docx").read_bytes()})
     build_documents(settings, {"geese.md": "# Geese\n\nGeese graze on grass.\n"}, namespace="team")
     for i in range(12):
-        build_documents(settings, {f"notes/{i}.md": f"# Note {i}\n\nMallard observation number {i} near the pond.\n"})
+        build_documents(
+            settings,
+            {f"notes/{i}.md": f"# Note {i}\n\nMallard observation number {i} near the pond.\n"},
+        )
     publish(settings)
     return settings
 
@@ -53,7 +64,9 @@ def service(corpus):
 
 
 def client(url: str, key: str | None = "alice-key") -> httpx.Client:
-    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"} if key else {}, timeout=30)
+    return httpx.Client(
+        base_url=url, headers={"Authorization": f"Bearer {key}"} if key else {}, timeout=30
+    )
 
 
 def test_search_returns_results_with_citations_and_names_the_revision(service):
@@ -69,10 +82,15 @@ def test_search_returns_results_with_citations_and_names_the_revision(service):
 
 def test_filters_and_exclusions_apply_over_http(service):
     c = client(service)
-    filtered = c.post("/v1/search", json={"query": "mallard", "top_k": 5, "filters": {"organizational_unit": ["field"]}}).json()
+    filtered = c.post(
+        "/v1/search",
+        json={"query": "mallard", "top_k": 5, "filters": {"organizational_unit": ["field"]}},
+    ).json()
     assert [r["source_file_name"] for r in filtered["results"]] == ["ducks.md"]
-    excluded = c.post("/v1/search", json={"query": "mallard", "top_k": 20,
-                                          "exclude_section_paths": [["Ducks", "Dabbling"]]}).json()
+    excluded = c.post(
+        "/v1/search",
+        json={"query": "mallard", "top_k": 20, "exclude_section_paths": [["Ducks", "Dabbling"]]},
+    ).json()
     assert all(r["section_path"] != ["Ducks", "Dabbling"] for r in excluded["results"])
     empty = c.post("/v1/search", json={"query": "mallard", "filters": {"document_type": []}})
     assert empty.status_code == 422 and empty.json()["field"] == "filters.document_type"
@@ -84,16 +102,28 @@ def test_missing_or_wrong_keys_are_refused(service):
 
 
 def test_a_forbidden_namespace_answers_exactly_like_a_missing_one(service):
-    forbidden = client(service, "bob-key").post("/v1/search", json={"query": "ducks", "namespace": "default"})
-    missing = client(service, "bob-key").post("/v1/search", json={"query": "ducks", "namespace": "nowhere"})
+    forbidden = client(service, "bob-key").post(
+        "/v1/search", json={"query": "ducks", "namespace": "default"}
+    )
+    missing = client(service, "bob-key").post(
+        "/v1/search", json={"query": "ducks", "namespace": "nowhere"}
+    )
     assert forbidden.status_code == missing.status_code == 404
-    assert forbidden.json()["detail"].replace("default", "X") == missing.json()["detail"].replace("nowhere", "X")
-    assert [n["namespace"] for n in client(service, "bob-key").get("/v1/namespaces").json()["namespaces"]] == ["team"]
+    assert forbidden.json()["detail"].replace("default", "X") == missing.json()["detail"].replace(
+        "nowhere", "X"
+    )
+    assert [
+        n["namespace"]
+        for n in client(service, "bob-key").get("/v1/namespaces").json()["namespaces"]
+    ] == ["team"]
 
 
 def test_read_mixes_good_and_bad_refs_each_with_its_own_status(service):
     c = client(service)
-    docs = {d["source_file_name"]: d["document_id"] for d in c.get("/v1/documents", params={"limit": 100}).json()["items"]}
+    docs = {
+        d["source_file_name"]: d["document_id"]
+        for d in c.get("/v1/documents", params={"limit": 100}).json()["items"]
+    }
     refs = [
         {"document_id": docs["ducks.md"], "section_path": ["Ducks", "Diving"]},
         {"chunk_id": "c" + "0" * 32},
@@ -113,14 +143,24 @@ def test_documents_outline_and_neighbors(service):
     page = c.get("/v1/documents", params={"limit": 5, "offset": 0}).json()
     assert page["total"] == 14 and len(page["items"]) == 5
     second = c.get("/v1/documents", params={"limit": 5, "offset": 5}).json()
-    assert not {d["document_id"] for d in page["items"]} & {d["document_id"] for d in second["items"]}
-    ducks = next(d for d in c.get("/v1/documents", params={"limit": 100}).json()["items"] if d["source_file_name"] == "ducks.md")
+    assert not {d["document_id"] for d in page["items"]} & {
+        d["document_id"] for d in second["items"]
+    }
+    ducks = next(
+        d
+        for d in c.get("/v1/documents", params={"limit": 100}).json()["items"]
+        if d["source_file_name"] == "ducks.md"
+    )
     detail = c.get(f"/v1/documents/{ducks['document_id']}").json()
-    assert detail["manifest"]["source_file_name"] == "ducks.md" and detail["nav"]["title"] == "Ducks"
+    assert (
+        detail["manifest"]["source_file_name"] == "ducks.md" and detail["nav"]["title"] == "Ducks"
+    )
     outline = c.get(f"/v1/documents/{ducks['document_id']}/outline").json()
     assert [s["title"] for s in outline["sections"][0]["children"]] == ["Diving", "Dabbling"]
     neighbors = c.get(f"/v1/documents/{ducks['document_id']}/neighbors").json()
-    assert neighbors["document_id"] == ducks["document_id"] and isinstance(neighbors["neighbors"], list)
+    assert neighbors["document_id"] == ducks["document_id"] and isinstance(
+        neighbors["neighbors"], list
+    )
     assert c.get("/v1/documents/nope").status_code == 404
 
 
@@ -144,7 +184,9 @@ def test_filter_values_report_what_occurs(service):
     ],
 )
 def test_bad_requests_get_a_4xx_naming_the_field(service, body, field):
-    response = client(service).post("/v1/search", content=body, headers={"Content-Type": "application/json"})
+    response = client(service).post(
+        "/v1/search", content=body, headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 422
     assert response.json()["field"] == field
 
@@ -159,11 +201,15 @@ def test_cache_keys_include_filters_and_principal(service):
     before = c.get("/v1/cache").json()
     plain = c.post("/v1/search", json={"query": "mallard pond", "top_k": 3}).json()
     again = c.post("/v1/search", json={"query": "mallard pond", "top_k": 3}).json()
-    filtered = c.post("/v1/search", json={"query": "mallard pond", "top_k": 3,
-                                          "filters": {"organizational_unit": ["Field"]}}).json()
+    filtered = c.post(
+        "/v1/search",
+        json={"query": "mallard pond", "top_k": 3, "filters": {"organizational_unit": ["Field"]}},
+    ).json()
     after = c.get("/v1/cache").json()
     assert plain == again
-    assert filtered != plain and {r["source_file_name"] for r in filtered["results"]} == {"ducks.md"}
+    assert filtered != plain and {r["source_file_name"] for r in filtered["results"]} == {
+        "ducks.md"
+    }
     assert after["hits"] - before["hits"] == 1
     assert after["misses"] - before["misses"] == 2
 
@@ -191,7 +237,9 @@ def test_access_statistics_are_recorded_off_the_request_path(service, corpus):
     from query_service.stats import AccessStats
 
     c = client(service)
-    top = c.post("/v1/search", json={"query": "geese graze grass", "namespace": "team", "top_k": 1}).json()["results"][0]
+    top = c.post(
+        "/v1/search", json={"query": "geese graze grass", "namespace": "team", "top_k": 1}
+    ).json()["results"][0]
     stats = AccessStats(corpus.published_dir)
     deadline = time.monotonic() + 10
     while top["chunk_id"] not in stats.chunk_hits("team") and time.monotonic() < deadline:
@@ -210,6 +258,7 @@ def test_a_new_revision_is_swapped_in_during_a_stream_of_queries(tmp_path):
     seen: list[tuple[int, str]] = []
     stop = threading.Event()
     with running_service(ServiceSettings(home=settings.home, reload_seconds=0.1)) as url:
+
         def hammer() -> None:
             with httpx.Client(base_url=url, timeout=30) as c:
                 while not stop.is_set():
@@ -237,4 +286,6 @@ def test_a_new_revision_is_swapped_in_during_a_stream_of_queries(tmp_path):
     assert errors == []
     assert {rev for rev, _ in seen} == {1, 2}
     for rev, content in seen:
-        assert content == ("The marker word is alpha." if rev == 1 else "The marker word is omega."), "no mixed revision"
+        assert content == (
+            "The marker word is alpha." if rev == 1 else "The marker word is omega."
+        ), "no mixed revision"

@@ -59,10 +59,10 @@ def test_random_binary_is_unknown():
 
 
 def test_a_format_without_a_strategy_is_refused_with_its_name(tmp_path):
-    pdf = tmp_path / "paper.pdf"
-    pdf.write_bytes(b"%PDF-1.4\n%%EOF\n")
-    with pytest.raises(UnsupportedFormatError, match="unsupported format 'pdf'"):
-        parser_for(profile_file(pdf))
+    segments = tmp_path / "segments.json"
+    segments.write_text('[{"type": "text", "content": "hello"}]')
+    with pytest.raises(UnsupportedFormatError, match="unsupported format 'segments_json'"):
+        parser_for(profile_file(segments))
 
 
 def test_profile_counts_docx_structure_and_guesses_language():

@@ -197,6 +197,8 @@ def create_app(
         loc = [str(p) for p in first.get("loc", ())]
         if loc and loc[0] in ("body", "query", "path", "header"):
             loc = loc[1:]  # the location (body, query string, ...), not the field
+        if loc and loc[0] in ("classic", "agentic"):
+            loc = loc[1:]  # the search mode's union tag, not the field
         field = ".".join(loc) or None
         message = str(first.get("msg", "invalid request"))
         return JSONResponse(

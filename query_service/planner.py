@@ -180,7 +180,7 @@ def make_planner(settings: Any) -> tuple[Planner, Callable[[], int]]:
     model = getattr(settings, "planner_model", "")
     if not model:
         return rule, lambda: 0
-    from query_service.llm import LLMClient, LLMConfig
+    from query_service.llm import LLMClient, LLMConfig, LLMError
 
     client = LLMClient(
         LLMConfig(
@@ -197,7 +197,14 @@ def make_planner(settings: Any) -> tuple[Planner, Callable[[], int]]:
     used = [0]
 
     def complete_json(prompt: str) -> tuple[dict[str, Any], int]:
-        data, result = client.complete_json([{"role": "user", "content": prompt}], max_tokens=512)
+        try:
+            data, result = client.complete_json(
+                [{"role": "user", "content": prompt}], max_tokens=512
+            )
+        except LLMError as exc:
+            if exc.result is not None:  # an invalid reply still spent tokens: they count
+                used[0] += exc.result.usage.total_tokens
+            raise
         used[0] += result.usage.total_tokens
         return data, result.usage.total_tokens
 

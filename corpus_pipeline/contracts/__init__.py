@@ -25,7 +25,14 @@ from corpus_pipeline.contracts.artifacts import (
     SourceInfo,
     Statistics,
 )
-from corpus_pipeline.contracts.profile import DocumentProfile, FileFormat, RoutingDecision
+from corpus_pipeline.contracts.profile import (
+    DocumentProfile,
+    FileFormat,
+    PdfPageFacts,
+    PdfProfile,
+    PdfTocEntry,
+    RoutingDecision,
+)
 from corpus_pipeline.contracts.rows import PARSED_ROW_SCHEMA, LinkSpan, ParsedRow, RowType
 from corpus_pipeline.contracts.source import SourceKind, SourceRecord
 
@@ -49,6 +56,9 @@ __all__ = [
     "Manifest",
     "Occurrence",
     "ParsedRow",
+    "PdfPageFacts",
+    "PdfProfile",
+    "PdfTocEntry",
     "Relation",
     "ResourceEntry",
     "RoutingDecision",

@@ -180,6 +180,10 @@ class Statistics(_Model):
     characters: int
     rows: int
     pages: int | None = None
+    pages_parsed: int | None = Field(
+        default=None, description="Pages actually read (less than `pages` when cut by budget)."
+    )
+    truncated: bool = Field(default=False, description="The parse budget cut the document.")
 
 
 class Manifest(_Model):

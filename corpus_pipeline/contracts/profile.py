@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +34,78 @@ class RoutingDecision(BaseModel):
     reason: str = Field(description="Human-readable evidence for the choice.")
 
 
+PdfCategory = Literal["general", "slides", "scan", "atlas"]
+
+
+class PdfTocEntry(BaseModel):
+    """One entry of the embedded outline (bookmarks)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    level: int = Field(ge=1)
+    title: str
+    page: int = Field(description="1-based target page; 0 when the entry has no valid target.")
+    y: float | None = Field(default=None, description="Target y (points from the top), if known.")
+
+
+class PdfPageFacts(BaseModel):
+    """Cheap facts about one sampled page (only sampled pages are listed)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    page: int = Field(ge=1)
+    width: float
+    height: float
+    chars: int = Field(ge=0, description="Characters in the text layer.")
+    lines: int = Field(ge=0)
+    max_font_size: float = 0.0
+    image_coverage: float = Field(ge=0, description="Share of the page area covered by images.")
+    columns: int = Field(default=1, ge=1)
+    table_likely: bool = False
+
+
+class PdfProfile(BaseModel):
+    """PDF-specific evidence: drives routing (`category`) and the parser's split plan."""
+
+    model_config = ConfigDict(frozen=True)
+
+    page_count: int = Field(ge=0)
+    encrypted: bool = False
+    sampled_pages: int = Field(ge=0, description="Pages looked at (the rest are extrapolated).")
+    text_coverage: float = Field(ge=0, le=1, description="Share of sampled pages with text.")
+    toc: list[PdfTocEntry] = Field(default_factory=list, description="Capped at 2,000 entries.")
+    toc_levels: int = Field(default=0, ge=0)
+    fonts: dict[str, int] = Field(
+        default_factory=dict, description="Font name → characters (top 20, sampled pages)."
+    )
+    font_sizes: dict[str, int] = Field(
+        default_factory=dict, description="Rounded size (half points) → characters."
+    )
+    body_font_size: float | None = Field(
+        default=None, description="Most frequent size by characters."
+    )
+    image_coverage: float = Field(default=0.0, ge=0, description="Mean over sampled pages.")
+    landscape_share: float = Field(default=0.0, ge=0, le=1)
+    slide_like_share: float = Field(default=0.0, ge=0, le=1)
+    multi_column_pages: list[int] = Field(default_factory=list)
+    table_pages: list[int] = Field(
+        default_factory=list, description="Sampled pages where a table is likely."
+    )
+    pages: list[PdfPageFacts] = Field(default_factory=list, description="Sampled pages only.")
+    category: PdfCategory = Field(
+        default="general", description="Routing only: which PDF strategy reads the pages."
+    )
+    classification: str = Field(
+        default="document",
+        description="Open semantic kind (research paper, manual, ...); not used for routing.",
+    )
+    split_plan: list[tuple[int, int]] = Field(
+        default_factory=list,
+        description="1-based inclusive page ranges the parser processes one after another.",
+    )
+    ms_per_page: float = Field(default=0.0, ge=0, description="Profiling cost per sampled page.")
+
+
 class DocumentProfile(BaseModel):
     """Cheap structural facts about a file, gathered before parsing."""
 
@@ -55,4 +128,5 @@ class DocumentProfile(BaseModel):
     image_count: int | None = None
     language: str | None = Field(default=None, description="ISO 639-1 guess from a text sample.")
     has_embedded_toc: bool = False
+    pdf: PdfProfile | None = Field(default=None, description="PDF facts (PDF files only).")
     routing: RoutingDecision

@@ -93,11 +93,20 @@ def source_document(
     kinds={"python"},
     description="Format sniffed from the bytes, cheap structural evidence and the routing decision; computed once.",
 )
-def document_profile(source_document: SourceOutput) -> dg.Output[DocumentProfile]:
+def document_profile(
+    source_document: SourceOutput,
+    corpus: CorpusRootResource,
+    object_store: ObjectStoreResource,
+    models: ModelSettingsResource,
+) -> dg.Output[DocumentProfile]:
+    settings = resolve_settings(corpus, object_store, models)
     with user_errors():
         profile, seconds = _timed(
             lambda: pipeline.run_profile(
-                Path(source_document.local_path), source_document.record.source_file_name
+                Path(source_document.local_path),
+                source_document.record.source_file_name,
+                source_document.record.document_id,
+                settings,
             )
         )
     assert isinstance(profile, DocumentProfile)
@@ -112,6 +121,11 @@ def document_profile(source_document: SourceOutput) -> dg.Output[DocumentProfile
             "tables": profile.table_count or 0,
             "language": profile.language or "unknown",
             "has_embedded_toc": profile.has_embedded_toc,
+            **(
+                {"pdf_category": profile.pdf.category, "classification": profile.pdf.classification}
+                if profile.pdf is not None
+                else {}
+            ),
             "seconds": round(seconds, 4),
         },
     )
@@ -140,6 +154,7 @@ def parsed_document(
             record.source_file_name,
             document_profile,
             pipeline.stage_dir(settings, context.partition_key, "parse"),
+            settings,
         )
     return dg.Output(
         parsed,

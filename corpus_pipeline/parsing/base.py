@@ -11,10 +11,13 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from corpus_pipeline.contracts import Diagnostic, DocumentProfile, LinkSpan, ParsedRow, RowType
 from corpus_pipeline.parsing.tables import TableGrid
+
+if TYPE_CHECKING:
+    from corpus_pipeline.settings import CorpusSettings
 
 DiagnosticStage = Literal["ingest", "profile", "parse", "hierarchy", "chunks", "nav", "manifest"]
 
@@ -140,6 +143,10 @@ class ParseContext:
     workdir: Path
     diagnostics: DiagnosticSink = field(default_factory=DiagnosticSink)
     rows: list[ParsedRow] = field(default_factory=list)
+    # Parse budget and model roles; None = the defaults of `CorpusSettings`.
+    settings: CorpusSettings | None = field(default=None, repr=False)
+    # Opens an encrypted source; memory only (see corpus_pipeline.secrets), never logged.
+    password: str | None = field(default=None, repr=False)
     resources: ResourceSink = field(init=False)
 
     def __post_init__(self) -> None:

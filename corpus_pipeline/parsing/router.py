@@ -7,7 +7,6 @@ from corpus_pipeline.errors import UnsupportedFormatError
 from corpus_pipeline.parsing.base import Parser
 
 _NOT_YET = {
-    FileFormat.PDF: "PDF parsing is not available yet",
     FileFormat.PPTX: "PowerPoint parsing is not available yet",
     FileFormat.XLSX: "spreadsheet parsing is not available yet",
     FileFormat.XLS: "spreadsheet parsing is not available yet",
@@ -24,6 +23,9 @@ def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
         return RoutingDecision(strategy="markdown", reason=f"{evidence}; Markdown headings found")
     if fmt in (FileFormat.DOCX, FileFormat.HTML, FileFormat.MARKDOWN, FileFormat.TEXT):
         return RoutingDecision(strategy=fmt.value, reason=evidence)
+    if fmt is FileFormat.PDF:
+        category = profile.pdf.category if profile.pdf is not None else "general"
+        return RoutingDecision(strategy="pdf", reason=f"{evidence}; PDF category {category}")
     if fmt in _NOT_YET:
         return RoutingDecision(strategy="unsupported", reason=f"{evidence}; {_NOT_YET[fmt]}")
     return RoutingDecision(strategy="unsupported", reason=f"{evidence}; not a document format")
@@ -44,6 +46,10 @@ def parser_for(profile: DocumentProfile) -> Parser:
         from corpus_pipeline.parsing.markdown import parse_markdown
 
         return parse_markdown
+    if strategy == "pdf":
+        from corpus_pipeline.parsing.pdf import parse_pdf
+
+        return parse_pdf
     if strategy == "text":
         from corpus_pipeline.parsing.text import parse_text
 

@@ -18,6 +18,7 @@ from lxml import html as lxml_html
 from corpus_pipeline.contracts import DocumentProfile, FileFormat
 from corpus_pipeline.parsing.router import route
 from corpus_pipeline.profiling.sniff import decode_text, sniff_format
+from corpus_pipeline.settings import CorpusSettings
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _LANG_SAMPLE = 8000
@@ -36,8 +37,15 @@ def guess_language(text: str) -> str | None:
     return str(lang)
 
 
-def profile_file(path: Path, source_file_name: str | None = None) -> DocumentProfile:
-    """Sniff, count and route one file."""
+def profile_file(
+    path: Path,
+    source_file_name: str | None = None,
+    *,
+    password: str | None = None,
+    split_pages: int | None = None,
+    settings: CorpusSettings | None = None,
+) -> DocumentProfile:
+    """Sniff, count and route one file (`password` only opens encrypted PDFs, never stored)."""
     data = path.read_bytes()
     name = source_file_name or path.name
     extension = Path(name).suffix.lower().lstrip(".")
@@ -49,6 +57,8 @@ def profile_file(path: Path, source_file_name: str | None = None) -> DocumentPro
         facts = _html_facts(data)
     elif sniffed.format in (FileFormat.MARKDOWN, FileFormat.TEXT):
         facts = _text_facts(decode_text(data) or "", sniffed.format)
+    elif sniffed.format is FileFormat.PDF:
+        facts = _pdf_facts(path, password, split_pages, settings)
     text_sample = str(facts.pop("text_sample", ""))
     base = DocumentProfile(
         format=sniffed.format,
@@ -140,4 +150,32 @@ def _text_facts(text: str, fmt: FileFormat) -> dict[str, object]:
         "image_count": text.count("![") if markdown else 0,
         "char_count": len(text),
         "text_sample": text[:_LANG_SAMPLE],
+    }
+
+
+def _pdf_facts(
+    path: Path, password: str | None, split_pages: int | None, settings: CorpusSettings | None
+) -> dict[str, object]:
+    from corpus_pipeline.profiling.pdf_profile import llm_classification, open_pdf, profile_pdf
+
+    every = split_pages or (
+        settings.pdf_split_pages
+        if settings is not None
+        else int(CorpusSettings.model_fields["pdf_split_pages"].default)
+    )
+    doc = open_pdf(path, password)
+    try:
+        pdf, sample = profile_pdf(doc, every)
+    finally:
+        doc.close()
+    label = llm_classification(sample, settings) if settings is not None else None
+    if label:
+        pdf = pdf.model_copy(update={"classification": label})
+    return {
+        "page_count": pdf.page_count,
+        "heading_count": len(pdf.toc) or None,
+        "has_embedded_toc": bool(pdf.toc),
+        "char_count": None,
+        "pdf": pdf,
+        "text_sample": sample[:_LANG_SAMPLE],
     }

@@ -1,0 +1,617 @@
+"""PDF strategy: text layer (or OCR) → headings, paragraphs, list items, tables and images.
+
+The profile decides the reader (`category`): `general` (headings from the embedded TOC,
+numbering, font geometry), `slides` (one section per page, titled by its largest top text),
+`scan` (Tesseract OCR) and `atlas` (page sections with labels as text). Pages are read range by
+range following the profile's split plan, and MuPDF's cache is shrunk between ranges, so a
+2,000-page file parses in bounded memory; the parse budget cuts overlong documents with a
+diagnostic instead of failing them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pymupdf
+
+from corpus_pipeline.contracts import PdfProfile, PdfTocEntry, RowType
+from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.pdf.headings import (
+    CAPTION,
+    LLMJudge,
+    Segment,
+    Stats,
+    assign_levels,
+    classify,
+    demote_lists,
+    join_lines,
+    match_toc,
+    merge_wrapped,
+    norm,
+    style_stats,
+    toc_reliable,
+)
+from corpus_pipeline.parsing.pdf.layout import (
+    BBox,
+    Block,
+    Line,
+    band_keys,
+    gutters,
+    page_blocks,
+    reading_order,
+    repeated_keys,
+    strip_furniture,
+)
+from corpus_pipeline.parsing.pdf.ocr import (
+    OcrParagraph,
+    ocr_page,
+    tesseract_lang,
+    tesseract_version,
+)
+from corpus_pipeline.settings import CorpusSettings
+
+# PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
+Page = Any
+Document = Any
+_mupdf: Any = pymupdf
+
+__all__ = ["parse_pdf"]
+
+_BULLET = re.compile(r"^\s*(?:[•◦▪▫‣⁃●○■□➢►▶✓✔∙·\-–—*]|\(?[a-z0-9]{1,2}\))\s+")
+_FIGURE_CAPTION = re.compile(r"^\s*(?:figure|fig\.|abbildung|abb\.|image|chart)\s*[\dIVX]+", re.I)
+_SCAN_CHARS = 40
+
+
+def parse_pdf(ctx: ParseContext) -> None:
+    """Read a PDF into rows; refuses truncated, empty or locked files with a CorpusError."""
+    # Imported here: the profiler itself imports this package's layout module.
+    from corpus_pipeline.profiling.pdf_profile import open_pdf, profile_pdf
+
+    doc = open_pdf(ctx.source_path, ctx.password)
+    try:
+        pdf = ctx.profile.pdf
+        if pdf is None:
+            pdf, _ = profile_pdf(doc, _setting(ctx, "pdf_split_pages"))
+        _Reader(ctx, doc, pdf).run()
+    finally:
+        doc.close()
+
+
+def _setting(ctx: ParseContext, name: str) -> int:
+    if ctx.settings is not None:
+        return int(getattr(ctx.settings, name))
+    return int(CorpusSettings.model_fields[name].default)
+
+
+def _optional(name: str) -> ModuleType | None:
+    """The table/image modules are written in parallel; read PDFs without them if absent."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"corpus_pipeline.parsing.{name}")
+    except ImportError:
+        return None
+
+
+@dataclass
+class _Page:
+    number: int
+    width: float
+    height: float
+    blocks: list[Block]
+    ocr: list[OcrParagraph] = field(default_factory=list)
+    tables: list[Any] = field(default_factory=list)
+    images: list[Any] = field(default_factory=list)
+    in_figure: set[int] = field(default_factory=set)
+    toc_unmatched: list[PdfTocEntry] = field(default_factory=list)
+
+
+class _Reader:
+    def __init__(self, ctx: ParseContext, doc: Document, pdf: PdfProfile) -> None:
+        self.ctx = ctx
+        self.doc = doc
+        self.pdf = pdf
+        self.category = pdf.category
+        self.max_pages = _setting(ctx, "parse_max_pages")
+        self.max_chars = _setting(ctx, "parse_max_chars")
+        self.pages_done = 0
+        self.chars = 0
+        self.cut_at: int | None = None
+        self.tiers: list[tuple[float, bool]] = []
+        self.repeated: set[str] = set()
+        self.seen_xrefs: set[int] = set()
+        self.toc = [e for e in pdf.toc if 1 <= e.page <= doc.page_count]
+        self.sampled_tables = {f.page: f.table_likely for f in pdf.pages}
+        self.toc_trusted = False
+        self.tables = _optional("pdf_tables")
+        self.images = _optional("pdf_images")
+        self.ocr_lang = tesseract_lang(ctx.profile.language)
+        self.ocr_warned = False
+        self.ocr_pages = 0
+        self.judge = self._judge()
+
+    def _judge(self) -> LLMJudge | None:
+        settings = self.ctx.settings
+        if settings is None:
+            return None
+        role = settings.role("hierarchy")
+        if not role.enabled:
+            return None
+        return LLMJudge(
+            role.model, role.base_url, role.api_key.get_secret_value(), settings.llm_timeout_seconds
+        )
+
+    # -- driver ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        if self.toc:
+            texts = {}
+            for e in self.toc[:40]:
+                if e.page not in texts:
+                    texts[e.page] = self._body_text(e.page)
+            self.toc_trusted = toc_reliable(self.toc, texts)
+            if not self.toc_trusted:
+                self.ctx.diagnostics.add(
+                    "parse",
+                    "toc.unreliable",
+                    "the embedded outline does not match the page text; headings come from "
+                    "the layout instead",
+                    level="info",
+                )
+        if self.category == "scan" and tesseract_version() is None:
+            self._warn_ocr()
+        plan = self.pdf.split_plan or [(1, self.doc.page_count)]
+        for start, end in plan:
+            if self.cut_at is not None:
+                break
+            self._range(start, min(end, self.doc.page_count))
+            _mupdf.TOOLS.store_shrink(100)  # release MuPDF's cached page resources
+        if self.cut_at is not None:
+            self.ctx.diagnostics.add(
+                "parse",
+                "parse.budget_exceeded",
+                f"parse budget reached: read {self.cut_at} of {self.doc.page_count} pages "
+                f"(limits: {self.max_pages} pages, {self.max_chars} characters); "
+                "the rest of the document is missing",
+            )
+        if self.ocr_pages:
+            self.ctx.diagnostics.add(
+                "parse",
+                "ocr.pages",
+                f"{self.ocr_pages} page(s) read with Tesseract OCR ({self.ocr_lang})",
+                level="info",
+            )
+        if self.judge is not None:
+            for message in sorted(set(self.judge.errors)):
+                self.ctx.diagnostics.add("hierarchy", "hierarchy.llm_fallback", message)
+
+    def _body_text(self, number: int) -> str:
+        """Normalised page text without headers/footers (a running title is no evidence)."""
+        page = self.doc.load_page(number - 1)
+        blocks = strip_furniture(
+            page_blocks(page, number), page.rect.height, set(), self.doc.page_count < 3
+        )
+        return norm(" ".join(ln.text for b in blocks for ln in b.lines))
+
+    def _warn_ocr(self) -> None:
+        if not self.ocr_warned:
+            self.ocr_warned = True
+            self.ctx.diagnostics.add(
+                "parse",
+                "ocr.unavailable",
+                "Tesseract is not available: pages without a text layer were not read",
+            )
+
+    # -- one range of pages ------------------------------------------------------------------
+
+    def _range(self, start: int, end: int) -> None:
+        pages: list[_Page] = []
+        for number in range(start, end + 1):
+            if self.pages_done >= self.max_pages or self.chars >= self.max_chars:
+                self.cut_at = number - 1
+                break
+            pages.append(self._read_page(number))
+            self.pages_done += 1
+        if not pages:
+            return
+        counts: Counter[str] = Counter()
+        for p in pages:
+            counts.update(band_keys(p.blocks, p.height))
+        self.repeated |= repeated_keys(counts, len(pages))
+        for p in pages:
+            p.blocks = strip_furniture(
+                p.blocks, p.height, self.repeated, short_document=self.doc.page_count < 3
+            )
+        first_parts = self._join_tables(pages)
+        self._drop_repeated_images(pages)
+        ordered = {p.number: self._order(p) for p in pages}
+        segments = self._segments(pages, ordered)
+        self._headings(pages, segments)
+        for p in pages:
+            self._emit_page(p, ordered[p.number], segments, first_parts)
+
+    def _read_page(self, number: int) -> _Page:
+        page = self.doc.load_page(number - 1)
+        blocks = page_blocks(page, number)
+        p = _Page(number, page.rect.width, page.rect.height, blocks)
+        chars = sum(len(ln.text) for b in blocks for ln in b.lines)
+        if chars < _SCAN_CHARS and (self.category == "scan" or _image_coverage(page) >= 0.5):
+            if tesseract_version() is None:
+                self._warn_ocr()
+            else:
+                p.ocr = ocr_page(page, self.ocr_lang)
+                self.ocr_pages += 1
+                chars = sum(len(o.text) for o in p.ocr)
+        if self.tables is not None and not p.ocr and chars:
+            try:
+                # The profile already asked `table_likely` for its sampled pages.
+                known = self.sampled_tables.get(number)
+                if known if known is not None else self.tables.table_likely(page):
+                    p.tables = list(self.tables.find_tables(page, number))
+            except (RuntimeError, ValueError) as exc:
+                self.ctx.diagnostics.add(
+                    "parse",
+                    "table.failed",
+                    f"page {number}: table finder failed ({type(exc).__name__})",
+                )
+        if self.images is not None and not p.ocr:
+            try:
+                p.images = list(self.images.extract_images(self.doc, page, number, self.seen_xrefs))
+            except (RuntimeError, ValueError) as exc:
+                self.ctx.diagnostics.add(
+                    "parse", "image.failed", f"page {number}: images skipped ({type(exc).__name__})"
+                )
+        self.chars += chars
+        return p
+
+    def _join_tables(self, pages: list[_Page]) -> set[int]:
+        """Join tables continued over a page break; returns ids of the tables to emit."""
+        parts = [t for p in pages for t in p.tables]
+        if not parts or self.tables is None:
+            return {id(t) for t in parts}
+        joined = self.tables.join_continued_tables(parts, {p.number: p.height for p in pages})
+        by_start = {(t.page, tuple(t.bbox)): t for t in joined}
+        emit: set[int] = set()
+        for p in pages:
+            new: list[Any] = []
+            for t in p.tables:
+                merged = by_start.get((t.page, tuple(t.bbox)))
+                if merged is not None:
+                    emit.add(id(merged))
+                    new.append(merged)
+                else:
+                    new.append(t)  # a continuation part: keeps its box, emits nothing
+            p.tables = new
+        return emit
+
+    def _drop_repeated_images(self, pages: list[_Page]) -> None:
+        if self.images is None:
+            return
+        images = [i for p in pages for i in p.images]
+        if not images:
+            return
+        kept = {id(i) for i in self.images.drop_repeated(images, self.doc.page_count)}
+        for p in pages:
+            p.images = [i for i in p.images if id(i) in kept]
+
+    def _order(self, p: _Page) -> list[object]:
+        """Blocks, tables, images and OCR paragraphs of one page in reading order."""
+        table_boxes = [tuple(t.bbox) for t in p.tables]
+        image_boxes = [tuple(i.bbox) for i in p.images]
+        blocks = []
+        for b in p.blocks:
+            if any(_inside(b.bbox, box) for box in table_boxes):
+                continue
+            if any(_inside(b.bbox, box) for box in image_boxes):
+                p.in_figure.add(b.index)
+            blocks.append(b)
+        cuts = gutters(blocks, p.width)
+        items: list[tuple[BBox, object]] = [(b.bbox, b) for b in blocks]
+        items += [(_box(t.bbox), t) for t in p.tables]
+        items += [(_box(i.bbox), i) for i in p.images]
+        items += [(o.bbox, o) for o in p.ocr]
+        return reading_order(items, cuts)
+
+    def _segments(
+        self, pages: list[_Page], ordered: dict[int, list[object]]
+    ) -> dict[tuple[int, int], list[Segment]]:
+        """Style runs of every text block, keyed by (page, block index)."""
+        out: dict[tuple[int, int], list[Segment]] = {}
+        for p in pages:
+            prev_bottom: float | None = None
+            after_object = False
+            for item in ordered[p.number]:
+                if not isinstance(item, Block):
+                    prev_bottom = None
+                    after_object = True
+                    continue
+                runs = _style_runs(item.lines)
+                segs = []
+                for k, run in enumerate(runs):
+                    top = run[0].bbox[1]
+                    gap = 999.0 if prev_bottom is None else max(top - prev_bottom, 0.0)
+                    starts = k == 0 or runs[k - 1][-1].text.rstrip().endswith((".", ":", "!", "?"))
+                    segs.append(
+                        Segment(
+                            p.number, item.index, run, len(runs) == 1, gap, starts, after_object
+                        )
+                    )
+                    after_object = False
+                    prev_bottom = run[-1].bbox[3]
+                out[(p.number, item.index)] = segs
+        return out
+
+    # -- headings ----------------------------------------------------------------------------
+
+    def _headings(self, pages: list[_Page], segments: dict[tuple[int, int], list[Segment]]) -> None:
+        figure = {(p.number, i) for p in pages for i in p.in_figure}
+        flat = [s for key, segs in segments.items() if key not in figure for s in segs]
+        if not flat:
+            return
+        stats = style_stats(flat, self.pdf.body_font_size)
+        numbers = {p.number for p in pages}
+        if self.category in ("slides", "atlas"):
+            self._page_titles(pages, flat, stats)
+            return
+        entries = [e for e in self.toc if e.page in numbers]
+        unmatched = match_toc(entries, flat) if entries else []
+        for p in pages:
+            p_entries = [e for e in unmatched if e.page == p.number]
+            if p_entries and self.toc_trusted:
+                p.toc_unmatched = p_entries
+        if self.toc_trusted and self.pdf.toc_levels > 1:
+            return
+        for i, seg in enumerate(flat):
+            if seg.toc:
+                continue
+            nxt = flat[i + 1] if i + 1 < len(flat) else None
+            seg.kind, seg.depth = classify(seg, nxt, stats)
+            seg.heading = seg.kind is not None
+        demote_lists(flat)
+        self._demote_framed(flat)
+        merge_wrapped(flat)
+        if self.judge is not None:
+            ambiguous = [s for s in flat if s.kind == "bold"]
+            verdicts = self.judge.judge(ambiguous, stats.body_size)
+            for i, seg in enumerate(ambiguous):
+                if i in verdicts:
+                    seg.heading = verdicts[i]
+        assign_levels(flat, self.tiers)
+        if self.toc_trusted:  # a chapter-only outline: layout headings sit below it
+            for seg in flat:
+                if seg.heading and not seg.toc and seg.level is not None:
+                    seg.level = min(seg.level + 1, 9)
+
+    def _demote_framed(self, flat: list[Segment]) -> None:
+        """Three or more unnumbered "headings" inside one large drawn frame are the labels of
+        a figure or a form (e.g. a syntax diagram), not sections. Drawings are read only on
+        pages that have such candidates."""
+        by_page: dict[int, list[Segment]] = {}
+        for seg in flat:
+            if seg.heading and not seg.toc and not seg.depth:
+                by_page.setdefault(seg.page, []).append(seg)
+        for number, cands in by_page.items():
+            if len(cands) < 3:
+                continue
+            page = self.doc.load_page(number - 1)
+            area = page.rect.width * page.rect.height
+            try:
+                frames = [
+                    _box(d["rect"])
+                    for d in page.get_cdrawings()
+                    if "rect" in d and _area(_box(d["rect"])) >= 0.08 * area
+                ]
+            except (RuntimeError, ValueError):
+                continue
+            page_segs = [s for s in flat if s.page == number]
+            for frame in frames:
+                inside = [s for s in cands if _inside(s.bbox, frame)]
+                lines = sum(len(s.lines) for s in page_segs if _inside(s.bbox, frame))
+                # A boxed sidebar has headings over paragraphs; a diagram is mostly labels.
+                if len(inside) >= 3 and len(inside) * 10 >= lines * 3:
+                    for seg in inside:
+                        seg.heading = False
+                        seg.kind = None
+
+    def _page_titles(self, pages: list[_Page], flat: list[Segment], stats: Stats) -> None:
+        for p in pages:
+            own = [s for s in flat if s.page == p.number and any(ch.isalpha() for ch in s.text)]
+            top = [s for s in own if s.bbox[1] < 0.45 * p.height and len(s.text) <= 160]
+            if not top:
+                continue
+            best = max(top, key=lambda s: (s.size, -s.bbox[1]))
+            if self.category == "atlas" and best.size < 1.3 * stats.body_size:
+                continue
+            best.heading = True
+            best.level = 1
+
+    # -- emission ----------------------------------------------------------------------------
+
+    def _emit_page(
+        self,
+        p: _Page,
+        items: list[object],
+        segments: dict[tuple[int, int], list[Segment]],
+        first_parts: set[int],
+    ) -> None:
+        ctx = self.ctx
+        pages = [p.number]
+        for e in p.toc_unmatched:
+            ctx.emit(
+                RowType.HEADING,
+                e.title,
+                f"page {p.number} outline",
+                heading_level=e.level,
+                page_numbers=pages,
+            )
+        if self.category in ("slides", "atlas"):
+            titled = any(
+                s.heading
+                for item in items
+                if isinstance(item, Block)
+                for s in segments.get((p.number, item.index), [])
+            )
+            if not titled:
+                label = "Slide" if self.category == "slides" else "Page"
+                ctx.emit(
+                    RowType.HEADING,
+                    f"{label} {p.number}",
+                    f"page {p.number}",
+                    heading_level=1,
+                    page_numbers=pages,
+                )
+        captions = _image_captions(items, segments, p.number)
+        table_captions = {norm(t.caption) for t in p.tables if getattr(t, "caption", None)}
+        consumed = set(captions.values())
+        for index, item in enumerate(items):
+            if isinstance(item, Block):
+                if index in consumed:
+                    continue
+                self._emit_block(p, item, segments.get((p.number, item.index), []), table_captions)
+            elif isinstance(item, OcrParagraph):
+                ctx.emit(RowType.PARAGRAPH, item.text, f"page {p.number} ocr", page_numbers=pages)
+            elif hasattr(item, "grid"):
+                if id(item) in first_parts:
+                    ctx.emit_table(
+                        item.grid, f"page {p.number} table", list(getattr(item, "pages", pages))
+                    )
+            elif hasattr(item, "data"):
+                caption_index = captions.get(index)
+                caption = ""
+                if caption_index is not None:
+                    block = items[caption_index]
+                    assert isinstance(block, Block)
+                    caption = join_lines([ln.text for ln in block.lines])
+                image: Any = item
+                row = ctx.emit_image(image.data, caption, f"page {p.number} image", [image.page])
+                if caption and row is not None:
+                    ctx.emit(
+                        RowType.CAPTION, caption, f"page {p.number} caption", page_numbers=pages
+                    )
+
+    def _emit_block(
+        self, p: _Page, block: Block, segs: list[Segment], table_captions: set[str]
+    ) -> None:
+        ctx = self.ctx
+        loc = f"page {p.number} block {block.index}"
+        pages = [p.number]
+        run: list[Line] = []
+
+        def flush() -> None:
+            if not run:
+                return
+            for kind, text in _paragraphs(run):
+                if CAPTION.match(text):
+                    if norm(text) not in table_captions:
+                        ctx.emit(RowType.CAPTION, text, loc, page_numbers=pages)
+                else:
+                    ctx.emit(kind, text, loc, page_numbers=pages)
+            run.clear()
+
+        for seg in segs:
+            if seg.absorbed:
+                continue
+            if seg.heading and seg.level is not None:
+                flush()
+                ctx.emit(
+                    RowType.HEADING, seg.text, loc, heading_level=seg.level, page_numbers=pages
+                )
+            else:
+                run.extend(seg.lines)
+        flush()
+
+
+def _style_runs(lines: list[Line]) -> list[list[Line]]:
+    runs: list[list[Line]] = []
+    for ln in lines:
+        last = runs[-1][-1] if runs else None
+        if (
+            last is not None
+            and abs(last.size - ln.size) < 0.6
+            and last.bold == ln.bold
+            and last.italic == ln.italic
+        ):
+            runs[-1].append(ln)
+        else:
+            runs.append([ln])
+    return runs
+
+
+def _paragraphs(lines: list[Line]) -> list[tuple[RowType, str]]:
+    """Paragraph text of a run of lines, split into list items at bullet lines."""
+    out: list[tuple[RowType, list[str]]] = []
+    for ln in lines:
+        m = _BULLET.match(ln.text)
+        if m:
+            out.append(
+                (
+                    RowType.LIST_ITEM,
+                    [ln.text[m.end() :] if ln.text[0] in "•◦▪▫‣⁃●○■□➢►▶✓✔∙·" else ln.text],
+                )
+            )
+        elif out:
+            out[-1][1].append(ln.text)
+        else:
+            out.append((RowType.PARAGRAPH, [ln.text]))
+    return [(kind, join_lines(texts)) for kind, texts in out if join_lines(texts)]
+
+
+def _image_captions(
+    items: list[object], segments: dict[tuple[int, int], list[Segment]], page: int
+) -> dict[int, int]:
+    """Image item index → index of the adjacent figure-caption block (after, else before)."""
+    out: dict[int, int] = {}
+    used: set[int] = set()
+
+    def caption_block(j: int) -> bool:
+        if not 0 <= j < len(items) or j in used:
+            return False
+        item = items[j]
+        if not isinstance(item, Block):
+            return False
+        if any(s.heading for s in segments.get((page, item.index), [])):
+            return False
+        return bool(_FIGURE_CAPTION.match(item.lines[0].text))
+
+    for i, item in enumerate(items):
+        if isinstance(item, Block) or not hasattr(item, "data"):
+            continue
+        for j in (i + 1, i - 1):
+            if caption_block(j):
+                out[i] = j
+                used.add(j)
+                break
+    return out
+
+
+def _box(bbox: Any) -> BBox:
+    x0, y0, x1, y1 = (float(v) for v in tuple(bbox)[:4])
+    return (x0, y0, x1, y1)
+
+
+def _area(box: BBox) -> float:
+    return max(box[2] - box[0], 0.0) * max(box[3] - box[1], 0.0)
+
+
+def _inside(inner: BBox, outer: Any) -> bool:
+    """The center of `inner` lies within `outer` (tables and figures own their text)."""
+    ox0, oy0, ox1, oy1 = _box(outer)
+    cx, cy = (inner[0] + inner[2]) / 2, (inner[1] + inner[3]) / 2
+    return ox0 <= cx <= ox1 and oy0 <= cy <= oy1
+
+
+def _image_coverage(page: Page) -> float:
+    rect = page.rect
+    area = max(rect.width * rect.height, 1.0)
+    covered = 0.0
+    try:
+        for info in page.get_image_info():
+            box = _mupdf.Rect(info["bbox"]) & rect
+            covered += max(box.width, 0) * max(box.height, 0)
+    except (RuntimeError, ValueError):
+        return 0.0
+    return float(covered / area)

@@ -1,0 +1,395 @@
+"""Heading evidence for PDF text, strongest first: embedded TOC, numbering and chapter
+markers, font geometry, and (only when configured) an LLM for the still-ambiguous rest.
+
+Everything here works on `Segment`s: runs of consecutive lines of one block that share a
+style, so a bold heading line on top of its paragraph is judged on its own.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+from corpus_pipeline.contracts import PdfTocEntry
+from corpus_pipeline.parsing.pdf.layout import BBox, Line
+
+Kind = Literal["numbered", "size", "bold"]
+
+_ROMAN = r"(?:X{0,3})(?:IX|IV|V?I{0,3})"
+_NUMBERED = re.compile(
+    rf"^(?:(?P<num>\d{{1,3}}(?:\.\d{{1,3}}){{0,5}})\.?|(?P<alpha>[A-Z])\.|(?P<roman>{_ROMAN})\.|"
+    r"(?P<paren>\(\d{1,2}\)|\d{1,2}\)|\([a-z]\)))\s+\S"
+)
+_CHAPTER = re.compile(
+    r"^(?:chapter|kapitel|chapitre|cap[ií]tulo|capitolo|hoofdstuk|part|teil|partie|appendix|"
+    r"anhang|annexe|annex|ap[eé]ndice)\s+([0-9]+|[A-Z]|[IVXLC]+)\b|^第\s*[0-9一二三四五六七八九十百]+\s*[章節部篇]",
+    re.I,
+)
+BULLET = re.compile(r"^\s*[•◦▪▫‣⁃●○■□➢►▶✓✔∙·]")
+CAPTION = re.compile(
+    r"^\s*(?:figure|fig\.|abbildung|abb\.|image|chart|graph|table|tab\.|tabelle|tableau)\s*"
+    r"[\dIVX]+[a-z]?\s*[:.\-–—]?",
+    re.I,
+)
+
+
+@dataclass(slots=True)
+class Segment:
+    """Consecutive same-style lines of one block (the unit a heading decision is made on)."""
+
+    page: int
+    block: int
+    lines: list[Line]
+    whole_block: bool
+    gap_above: float
+    first_in_block: bool = True
+    after_object: bool = False  # a table or image precedes it in reading order
+    kind: Kind | None = None
+    depth: int | None = None
+    level: int | None = None
+    toc: bool = False
+    heading: bool = False
+    absorbed: bool = False  # merged into the heading above (a title wrapped over two blocks)
+
+    _text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = join_lines([ln.text for ln in self.lines])
+        return self._text
+
+    @property
+    def size(self) -> float:
+        sizes: Counter[float] = Counter()
+        for ln in self.lines:
+            sizes[ln.size] += len(ln.text)
+        return sizes.most_common(1)[0][0]
+
+    @property
+    def bold(self) -> bool:
+        return all(ln.bold for ln in self.lines)
+
+    @property
+    def italic(self) -> bool:
+        return all(ln.italic for ln in self.lines)
+
+    @property
+    def style(self) -> tuple[float, bool, bool, str]:
+        return (self.size, self.bold, self.italic, self.lines[0].font)
+
+    @property
+    def bbox(self) -> BBox:
+        return (
+            min(ln.bbox[0] for ln in self.lines),
+            min(ln.bbox[1] for ln in self.lines),
+            max(ln.bbox[2] for ln in self.lines),
+            max(ln.bbox[3] for ln in self.lines),
+        )
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+
+
+def join_lines(lines: list[str]) -> str:
+    """Join wrapped lines: drop end-of-line hyphens before a lower-case continuation; no space
+    between CJK ideographs."""
+    out = ""
+    for raw in lines:
+        text = raw.strip()
+        if not text:
+            continue
+        if not out:
+            out = text
+        elif out.endswith("-") and len(out) > 1 and out[-2].isalpha() and text[:1].islower():
+            out = out[:-1] + text
+        elif _CJK.match(out[-1]) and _CJK.match(text[0]):
+            out += text
+        else:
+            out += " " + text
+    return out
+
+
+def numbering_depth(text: str) -> int | None:
+    """Depth of a leading section number (`1.2.3 Title` → 3, `A. Title` → 1), chapter → 1."""
+    if _CHAPTER.match(text):
+        return 1
+    m = _NUMBERED.match(text)
+    if not m:
+        return None
+    if m.group("num"):
+        return m.group("num").count(".") + 1
+    if m.group("roman") or m.group("alpha"):
+        return 1
+    return 0  # "(1)", "a)": numbered, but the depth is unknown (the font decides)
+
+
+@dataclass
+class Stats:
+    """Body style of the text being read; the yardstick for "larger" and "bolder"."""
+
+    body_size: float
+    bold_is_signal: bool
+    italic_is_signal: bool
+    body_font: str
+
+
+def style_stats(segments: list[Segment], body_hint: float | None) -> Stats:
+    sizes: Counter[float] = Counter()
+    fonts: Counter[str] = Counter()
+    bold = italic = chars = 0
+    for seg in segments:
+        for ln in seg.lines:
+            n = len(ln.text)
+            sizes[ln.size] += n
+            fonts[ln.font] += n
+            chars += n
+            bold += n if ln.bold else 0
+            italic += n if ln.italic else 0
+    body = body_hint or (sizes.most_common(1)[0][0] if sizes else 10.0)
+    # Where a fifth of the text is bold, bold marks emphasis or tables, not headings.
+    return Stats(
+        body_size=max(body, 1.0),
+        bold_is_signal=bold < 0.2 * max(chars, 1),
+        italic_is_signal=italic < 0.1 * max(chars, 1),
+        body_font=fonts.most_common(1)[0][0] if fonts else "",
+    )
+
+
+def classify(seg: Segment, nxt: Segment | None, stats: Stats) -> tuple[Kind | None, int | None]:
+    """Rule-based heading evidence for one segment: (kind, numbering depth)."""
+    if len(seg.lines) > 3:  # cheap exit first: most segments are paragraph blocks
+        return None, None
+    text = seg.text
+    n = len(text)
+    words = len(text.split())
+    letters = sum(ch.isalpha() for ch in text)
+    ratio = seg.size / stats.body_size
+    if n == 0 or n > 160 or len(seg.lines) > 3 or words > 20:
+        return None, None
+    if letters == 0:
+        # A bare chapter number set large ("1" above the chapter title).
+        if text.isdigit() and len(text) <= 2 and ratio >= 1.5:
+            return "size", None
+        return None, None
+    if letters < 2 or CAPTION.match(text) or text[-1] in ",;" or text.endswith("-"):
+        return None, None
+    if BULLET.match(text):
+        return None, None
+    if nxt is not None and nxt.block == seg.block and nxt.text[:1].islower():
+        return None, None  # the run continues mid-sentence: emphasis, not a heading
+    larger = ratio >= 1.12
+    bold = seg.bold and stats.bold_is_signal and ratio >= 0.75
+    italic = (
+        seg.italic
+        and stats.italic_is_signal
+        and ratio >= 0.9
+        and seg.first_in_block
+        and not seg.whole_block
+        and text[:1].isupper()
+    )
+    isolated = seg.whole_block and len(seg.lines) == 1 and seg.gap_above >= 1.2 * stats.body_size
+    other_font = seg.lines[0].font != stats.body_font and ratio >= 1.05
+    depth = numbering_depth(text)
+    sentence = text.endswith((".", ":", "!", "?")) and words > 6
+    if (
+        depth is not None
+        and ratio >= 0.95
+        and (larger or bold or isolated or other_font)
+        and not sentence
+        and words <= 15
+    ):
+        return "numbered", depth or None
+    if larger and not sentence:
+        return "size", None
+    emphasis = bold or (italic and n <= 60 and len(seg.lines) == 1)
+    if emphasis and n <= 100 and words <= 12 and not text.endswith((".", ":")):
+        return "bold", None
+    return None, None
+
+
+def demote_lists(segments: list[Segment]) -> None:
+    """Three or more same-style candidates in a row with no text between are a list (or a
+    contents page), not a heading sequence."""
+    i = 0
+    while i < len(segments):
+        if not segments[i].heading or segments[i].toc:
+            i += 1
+            continue
+        j = i
+        first = segments[i]
+        while (
+            j + 1 < len(segments)
+            and (segments[j + 1].heading or BULLET.match(segments[j + 1].text))
+            and not segments[j + 1].toc
+            and not segments[j + 1].after_object
+            and (
+                segments[j + 1].style[:3] == first.style[:3]
+                or (first.kind == "bold" and segments[j + 1].kind == "bold")
+            )
+        ):
+            j += 1
+        if j - i + 1 >= 3:
+            for seg in segments[i : j + 1]:
+                seg.heading = False
+                seg.kind = None
+        i = j + 1
+
+
+def assign_levels(segments: list[Segment], tiers: list[tuple[float, bool]]) -> None:
+    """Levels for rule-based headings: numbering depth, else rank of the size among the
+    heading styles seen (largest first), at most 4 levels. `tiers` persists across ranges."""
+    for seg in segments:
+        if seg.heading and not seg.toc and not (seg.kind == "numbered" and seg.depth):
+            key = _tier(seg)
+            if key not in tiers:
+                tiers.append(key)
+    tiers.sort(key=lambda k: (-k[0], k[1]))
+    for seg in segments:
+        if not seg.heading or seg.toc:
+            continue
+        if seg.kind == "numbered" and seg.depth:
+            seg.level = min(seg.depth, 4)
+        else:
+            seg.level = min(tiers.index(_tier(seg)) + 1, 4)
+
+
+def _tier(seg: Segment) -> tuple[float, bool]:
+    """Size decides the level; body-size emphasis (bold/italic) sits below every larger size."""
+    return (seg.size, seg.kind == "bold")
+
+
+# --------------------------------------------------------------------------------------------
+# Embedded TOC
+
+
+def norm(text: str) -> str:
+    """Comparison key: NFKC, case-folded, no whitespace (PDF spacing is unreliable)."""
+    return "".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def toc_reliable(entries: list[PdfTocEntry], page_text: dict[int, str]) -> bool:
+    """An outline copied from a larger document points at pages without those titles; trust
+    it only when most sampled entries are found on their target page."""
+    checked = found = 0
+    for e in entries[:40]:
+        if e.page < 1 or e.page not in page_text:
+            continue
+        checked += 1
+        found += norm(e.title) in page_text[e.page]
+    return checked > 0 and found * 2 >= checked
+
+
+def match_toc(entries: list[PdfTocEntry], segments: list[Segment]) -> list[PdfTocEntry]:
+    """Mark the segment each TOC entry points at (fuzzy title match on its page, nearest to
+    the target y); returns the entries that matched no line."""
+    by_page: dict[int, list[Segment]] = {}
+    for seg in segments:
+        by_page.setdefault(seg.page, []).append(seg)
+    unmatched: list[PdfTocEntry] = []
+    for e in entries:
+        key = norm(e.title)
+        best: tuple[float, Segment] | None = None
+        for seg in by_page.get(e.page, []):
+            if seg.toc or len(seg.lines) > 4:
+                continue
+            text = norm(seg.text)
+            if not text:
+                continue
+            if text == key:
+                score = 1.0
+            elif text.startswith(key) and len(key) >= 0.6 * len(text):
+                score = 0.95
+            else:
+                score = difflib.SequenceMatcher(None, key, text, autojunk=False).ratio()
+            if score < 0.8:
+                continue
+            if e.y is not None:
+                score -= min(abs(seg.bbox[1] - e.y), 400.0) / 4000.0
+            if best is None or score > best[0]:
+                best = (score, seg)
+        if best is None:
+            unmatched.append(e)
+            continue
+        seg = best[1]
+        seg.toc = seg.heading = True
+        seg.level = min(e.level, 9)
+    return unmatched
+
+
+# --------------------------------------------------------------------------------------------
+# LLM for ambiguous candidates (hierarchy role)
+
+_PROMPT = (
+    "Each numbered line below was taken from a PDF page and might be a section heading. Answer "
+    "with a JSON object mapping the line number to true (heading) or false (not a heading). "
+    "Body font size is {body:.1f} pt.\n\n{lines}"
+)
+
+
+@dataclass
+class LLMJudge:
+    """Asks the hierarchy model about bold-only candidates; any failure keeps the rules."""
+
+    model: str
+    base_url: str
+    api_key: str
+    timeout: float
+    errors: list[str] = field(default_factory=list)
+
+    def judge(self, candidates: list[Segment], body: float) -> dict[int, bool]:
+        if not candidates:
+            return {}
+        import openai
+
+        listing = "\n".join(
+            f"{i}. [{c.size:.1f}pt{' bold' if c.bold else ''}] {c.text[:160]}"
+            for i, c in enumerate(candidates)
+        )
+        try:
+            client = openai.OpenAI(
+                base_url=self.base_url or None,
+                api_key=self.api_key or "not-set",
+                timeout=self.timeout,
+                max_retries=1,
+            )
+            response = client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": "user", "content": _PROMPT.format(body=body, lines=listing)}],
+                temperature=0,
+            )
+            content = response.choices[0].message.content or "{}"
+            start, end = content.find("{"), content.rfind("}")
+            data = json.loads(content[start : end + 1]) if start >= 0 else {}
+            return {int(k): bool(v) for k, v in data.items() if str(k).isdigit()}
+        except (openai.OpenAIError, ValueError, TypeError) as exc:
+            self.errors.append(f"hierarchy model failed ({type(exc).__name__}); rules kept")
+            return {}
+
+
+def merge_wrapped(segments: list[Segment]) -> None:
+    """Join a heading wrapped over two blocks (same style, next line right below) into one."""
+    prev: Segment | None = None
+    for seg in segments:
+        if (
+            prev is not None
+            and seg.heading
+            and prev.heading
+            and not seg.toc
+            and not prev.toc
+            and seg.page == prev.page
+            and seg.style == prev.style
+            and numbering_depth(seg.text) is None
+            and 0 <= seg.bbox[1] - prev.bbox[3] <= 0.8 * seg.size
+        ):
+            prev.lines = prev.lines + seg.lines
+            prev._text = None
+            seg.heading = False
+            seg.absorbed = True
+            continue
+        prev = seg

@@ -1,0 +1,271 @@
+"""Page layout from PyMuPDF's text dict: styled lines, blocks, column order, page furniture.
+
+PyMuPDF's `sort=True` orders blocks by position, which interleaves the columns of a two-column
+page; here gutters are found from where no text line crosses, and blocks are read column by
+column between full-width blocks (titles, abstracts, wide figures), a one-level XY cut.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymupdf
+
+# PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
+Page = Any
+Document = Any
+_mupdf: Any = pymupdf
+
+# No image payloads (expensive) and no ligature expansion surprises; whitespace kept as written.
+TEXT_FLAGS = (
+    pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_PRESERVE_LIGATURES | pymupdf.TEXT_MEDIABOX_CLIP
+)
+BAND = 0.08  # top/bottom share of the page where running headers and footers live
+
+BBox = tuple[float, float, float, float]
+_BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|,b$|-b$", re.I)
+_ITALIC_NAME = re.compile(r"italic|oblique|,i$|-i$", re.I)
+
+
+@dataclass(slots=True)
+class Line:
+    """One text line with its dominant style (by characters)."""
+
+    text: str
+    bbox: BBox
+    size: float
+    bold: bool
+    font: str
+    italic: bool = False
+
+
+@dataclass(slots=True)
+class Block:
+    """A PyMuPDF text block on one page (lines in stream order)."""
+
+    page: int
+    index: int
+    lines: list[Line] = field(default_factory=list)
+
+    @property
+    def bbox(self) -> BBox:
+        return (
+            min(ln.bbox[0] for ln in self.lines),
+            min(ln.bbox[1] for ln in self.lines),
+            max(ln.bbox[2] for ln in self.lines),
+            max(ln.bbox[3] for ln in self.lines),
+        )
+
+
+def page_blocks(page: Page, page_number: int) -> list[Block]:
+    """Text blocks with styled lines; empty lines and blocks are dropped."""
+    data = page.get_text("dict", flags=TEXT_FLAGS)
+    blocks: list[Block] = []
+    for index, raw in enumerate(data.get("blocks", [])):
+        if raw.get("type", 0) != 0:
+            continue
+        block = Block(page=page_number, index=index)
+        for raw_line in raw.get("lines", []):
+            line = _line(raw_line)
+            if line is not None:
+                block.lines.append(line)
+        if block.lines:
+            blocks.append(block)
+    return blocks
+
+
+def _line(raw: dict[str, object]) -> Line | None:
+    spans = raw.get("spans") or []
+    assert isinstance(spans, list)
+    text = "".join(str(s.get("text", "")) for s in spans)
+    if not text.strip():
+        return None
+    sizes: Counter[float] = Counter()
+    fonts: Counter[str] = Counter()
+    bold_chars = italic_chars = chars = 0
+    for s in spans:
+        n = len(str(s.get("text", "")).strip())
+        if not n:
+            continue
+        size = round(float(s.get("size", 0.0)) * 2) / 2
+        font = str(s.get("font", ""))
+        sizes[size] += n
+        fonts[font] += n
+        chars += n
+        flags = int(s.get("flags", 0))
+        if flags & 16 or _BOLD_NAME.search(font):
+            bold_chars += n
+        if flags & 2 or _ITALIC_NAME.search(font):
+            italic_chars += n
+    if not chars:
+        return None
+    bbox = raw.get("bbox")
+    assert isinstance(bbox, (tuple, list))
+    return Line(
+        text=" ".join(text.split()),
+        bbox=(float(bbox[0]), float(bbox[1]), float(bbox[2]), float(bbox[3])),
+        size=sizes.most_common(1)[0][0],
+        bold=bold_chars * 2 > chars,
+        font=fonts.most_common(1)[0][0],
+        italic=italic_chars * 2 > chars,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Columns
+
+
+def gutters(blocks: list[Block], width: float) -> list[float]:
+    """x positions of column gutters: gaps no line crosses, with real text on both sides."""
+    lines = [ln for b in blocks for ln in b.lines]
+    if len(lines) < 6:
+        return []
+    left = min(ln.bbox[0] for ln in lines)
+    right = max(ln.bbox[2] for ln in lines)
+    area = max(right - left, 1.0)
+    # Wide lines (titles across both columns) would hide the gutter; judge the narrow ones.
+    narrow = [ln for ln in lines if ln.bbox[2] - ln.bbox[0] < 0.6 * area]
+    if len(narrow) < 6:
+        return []
+    spans = sorted((ln.bbox[0], ln.bbox[2]) for ln in narrow)
+    merged: list[list[float]] = []
+    for x0, x1 in spans:
+        if merged and x0 <= merged[-1][1] + 1.0:
+            merged[-1][1] = max(merged[-1][1], x1)
+        else:
+            merged.append([x0, x1])
+    top = min(ln.bbox[1] for ln in narrow)
+    bottom = max(ln.bbox[3] for ln in narrow)
+    height = max(bottom - top, 1.0)
+    found: list[float] = []
+    for a, b in itertools.pairwise(merged):
+        gap = b[0] - a[1]
+        if gap < 6.0:
+            continue
+        x = (a[1] + b[0]) / 2
+        lhs = [ln for ln in narrow if ln.bbox[2] <= x]
+        rhs = [ln for ln in narrow if ln.bbox[0] >= x]
+        if len(lhs) < 3 or len(rhs) < 3:
+            continue
+        if _extent(lhs) < 0.25 * height or _extent(rhs) < 0.25 * height:
+            continue
+        # Both sides must be text columns, not a label column next to a body.
+        if min(_mean_width(lhs), _mean_width(rhs)) < 0.15 * area:
+            continue
+        found.append(x)
+    return found
+
+
+def _extent(lines: list[Line]) -> float:
+    return sum(ln.bbox[3] - ln.bbox[1] for ln in lines)
+
+
+def _mean_width(lines: list[Line]) -> float:
+    return sum(ln.bbox[2] - ln.bbox[0] for ln in lines) / len(lines)
+
+
+def reading_order(items: list[tuple[BBox, object]], cuts: list[float]) -> list[object]:
+    """Order boxes column by column; boxes crossing a gutter separate bands (XY cut)."""
+    ordered = sorted(items, key=lambda it: (round(it[0][1]), it[0][0]))
+    if not cuts:
+        return [obj for _, obj in ordered]
+    out: list[object] = []
+    band: list[tuple[BBox, object]] = []
+
+    def column(box: BBox) -> int:
+        center = (box[0] + box[2]) / 2
+        return sum(center > c for c in cuts)
+
+    def flush() -> None:
+        band.sort(key=lambda it: (column(it[0]), round(it[0][1]), it[0][0]))
+        out.extend(obj for _, obj in band)
+        band.clear()
+
+    for box, obj in ordered:
+        if any(box[0] < c - 2 and box[2] > c + 2 for c in cuts):
+            flush()
+            out.append(obj)
+        else:
+            band.append((box, obj))
+    flush()
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Running headers, footers and page numbers
+
+_PAGE_NUMBER = re.compile(
+    r"^(page\s*)?(\d+|[ivxlcdm]+)(\s*(of|/)\s*\d+)?$|^[-–—]\s*\d+\s*[-–—]$", re.I
+)
+
+
+def furniture_key(text: str) -> str:
+    """Normalised text with digits masked, so 'Page 3' and 'Page 4' are the same furniture."""
+    return re.sub(r"\d+", "#", " ".join(text.casefold().split()))
+
+
+def band_keys(blocks: list[Block], height: float) -> set[str]:
+    """Keys of the lines in the top and bottom bands of one page."""
+    keys: set[str] = set()
+    for b in blocks:
+        for ln in b.lines:
+            if in_band(ln, height):
+                keys.add(furniture_key(ln.text))
+    return keys
+
+
+def in_band(line: Line, height: float) -> bool:
+    return line.bbox[3] <= BAND * height or line.bbox[1] >= (1 - BAND) * height
+
+
+def repeated_keys(counts: Counter[str], pages: int) -> set[str]:
+    """Band texts present on at least half of the pages (and on two pages at least)."""
+    if pages < 2:
+        return set()
+    need = max(2, (pages + 1) // 2)
+    return {k for k, n in counts.items() if n >= need}
+
+
+def is_page_number(text: str) -> bool:
+    return bool(_PAGE_NUMBER.match(" ".join(text.split())))
+
+
+_NUMBERED_HEADER = re.compile(r"^\d{1,4}\s+\D.*\D\s+\S*$|^\D.*\s\d{1,4}$")
+
+
+def _header_block(block: Block, height: float) -> bool:
+    """A short block near the top or bottom edge that holds a bare page number."""
+    _, y0, _, y1 = block.bbox
+    near_edge = y1 <= 0.15 * height or y0 >= 0.88 * height
+    return (
+        near_edge and len(block.lines) <= 3 and any(is_page_number(ln.text) for ln in block.lines)
+    )
+
+
+def strip_furniture(
+    blocks: list[Block], height: float, repeated: set[str], short_document: bool = False
+) -> list[Block]:
+    """Drop header/footer lines (repeated band text, lone page numbers in the bands). In a
+    one- or two-page excerpt repetition cannot show, so a band line carrying a page number
+    ("Title of the paper 9") counts as a running header too."""
+    out: list[Block] = []
+
+    def furniture(ln: Line) -> bool:
+        if not in_band(ln, height):
+            return False
+        if furniture_key(ln.text) in repeated or is_page_number(ln.text):
+            return True
+        return short_document and bool(_NUMBERED_HEADER.match(ln.text))
+
+    for b in blocks:
+        if short_document and _header_block(b, height):
+            continue
+        kept = [ln for ln in b.lines if not furniture(ln)]
+        if kept:
+            b.lines = kept
+            out.append(b)
+    return out

@@ -1,0 +1,602 @@
+"""PDF tables: a cheap "is there a table here?" test, PyMuPDF's table finder turned into
+`TableGrid`s with real rowspan/colspan, captions, and joining of tables split by a page break.
+
+`find_tables` is the expensive step (~20-400 ms/page on the corpus, ~110 on average);
+`table_likely` (~9 ms/page, mostly the first read of the page content) lets the parser skip it on
+plain text pages. Everything is deterministic: same page in, same grid out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from corpus_pipeline.parsing.tables import TableCell, TableGrid
+
+if TYPE_CHECKING:
+    import pymupdf
+
+Rect = tuple[float, float, float, float]
+
+_CAPTION_RE = re.compile(
+    r"^\s*(?:Table|Tab\.|Tabelle|Tableau|\[?표)\s*[\dIVXivx]+(?:[.\-–][\dIVXivx]+)*", re.UNICODE
+)
+_PROSE_SEGMENT_EMS = 10.0  # median segment width in line heights (~20+ chars): text columns
+_CAPTION_GAP = 36.0  # pt between caption block and table edge (about three text lines)
+_MIN_FILLED = 0.3  # share of anchor cells with text below which a "table" is a figure/frame
+_MAX_COVERED = 0.5  # share of grid slots covered by spans above which it is a diagram
+_MAX_MEAN_CELL_CHARS = 400  # prose laid out in boxes (back covers, sidebars), not a table
+_MAX_VERTICALS = 1000  # more vertical rulings than this: a drawing, not one-column tables
+_TOP_OF_PAGE = 0.3  # a continuation starts in the top 30 % of the page
+_DEFAULT_PAGE_HEIGHT = 842.0  # A4; used when the caller gives no page heights
+_COL_ALIGN_TOL = 0.03  # column x-positions match within 3 % of the table width
+
+
+@dataclass(frozen=True)
+class PdfTable:
+    """One detected table.
+
+    `col_xs` (column left edges, page coordinates) is an addition to the agreed interface with
+    a default, so callers constructing PdfTable without it still work; page joining needs it.
+    """
+
+    page: int
+    pages: tuple[int, ...]
+    bbox: Rect
+    grid: TableGrid
+    caption: str | None
+    col_xs: tuple[float, ...] = field(default=(), compare=False, repr=False)
+
+
+# -- cheap evidence ------------------------------------------------------------------------------
+
+
+def table_likely(page: pymupdf.Page) -> bool:
+    """True when ruling lines cross like a grid or ≥3 text lines align in ≥3 columns.
+
+    Costs a drawing scan plus one word extraction (a few ms), so the parser can skip the
+    table finder on the many pages that are plain prose.
+    """
+    return _ruled_grid(page) or bool(_aligned_text_regions(page))
+
+
+def _segments(page: pymupdf.Page) -> tuple[list[Rect], list[Rect]]:
+    """Horizontal and vertical rulings: stroked lines and rect edges, or hairline filled rects.
+
+    Plain filled areas (backgrounds, bars, logos) are ignored: their edges cross like a grid
+    without being one.
+    """
+    hs: list[Rect] = []
+    vs: list[Rect] = []
+    for path in _api(page).get_cdrawings():
+        stroked = "s" in str(path.get("type", ""))
+        for item in path.get("items", ()):
+            kind = item[0]
+            if kind == "l" and stroked:
+                (x0, y0), (x1, y1) = item[1], item[2]
+                if abs(y1 - y0) < 1.0 and abs(x1 - x0) >= 3.0:
+                    hs.append((min(x0, x1), y0, max(x0, x1), y0))
+                elif abs(x1 - x0) < 1.0 and abs(y1 - y0) >= 3.0:
+                    vs.append((x0, min(y0, y1), x0, max(y0, y1)))
+            elif kind == "re":
+                x0, y0, x1, y1 = item[1]
+                x0, x1 = min(x0, x1), max(x0, x1)
+                y0, y1 = min(y0, y1), max(y0, y1)
+                if y1 - y0 < 2.0 and x1 - x0 >= 3.0:
+                    hs.append((x0, (y0 + y1) / 2, x1, (y0 + y1) / 2))
+                elif x1 - x0 < 2.0 and y1 - y0 >= 3.0:
+                    vs.append(((x0 + x1) / 2, y0, (x0 + x1) / 2, y1))
+                elif stroked and x1 - x0 >= 3.0 and y1 - y0 >= 3.0:
+                    hs += [(x0, y0, x1, y0), (x0, y1, x1, y1)]
+                    vs += [(x0, y0, x0, y1), (x1, y0, x1, y1)]
+    return hs, vs
+
+
+def _ruled_grid(page: pymupdf.Page) -> bool:
+    """A grid has ≥6 distinct crossings over ≥3 rows or columns; one frame has 4 over 2x2."""
+    hs, vs = _segments(page)
+    if len(hs) < 2 or len(vs) < 2:
+        return False
+    tol = 2.0
+    points: set[tuple[int, int]] = set()
+    for hx0, hy, hx1, _ in hs[:400]:
+        for vx, vy0, _, vy1 in vs[:400]:
+            if hx0 - tol <= vx <= hx1 + tol and vy0 - tol <= hy <= vy1 + tol:
+                points.add((round(vx / tol), round(hy / tol)))
+    xs = {p[0] for p in points}
+    ys = {p[1] for p in points}
+    return len(points) >= 6 and (len(xs) >= 3 or len(ys) >= 3)
+
+
+def _line_segments(page: pymupdf.Page) -> list[tuple[float, float, list[Rect]]]:
+    """Text rows as (y0, y1, segments): words on one baseline, split at gaps wider than ~2 spaces."""
+    words = _api(page).get_text("words")
+    rows: list[list[Any]] = []
+    for w in sorted(words, key=lambda w: (round(w[3]), w[0])):
+        if rows and abs(rows[-1][0][3] - w[3]) <= 2.0:
+            rows[-1].append(w)
+        else:
+            rows.append([w])
+    out: list[tuple[float, float, list[Rect]]] = []
+    for row in rows:
+        row.sort(key=lambda w: w[0])
+        height = max(w[3] - w[1] for w in row)
+        segs: list[list[float]] = []
+        for w in row:
+            if segs and w[0] - segs[-1][2] <= max(height * 0.8, 4.0):
+                segs[-1][2] = max(segs[-1][2], w[2])
+                segs[-1][3] = max(segs[-1][3], w[3])
+            else:
+                segs.append([w[0], w[1], w[2], w[3]])
+        out.append(
+            (
+                min(w[1] for w in row),
+                max(w[3] for w in row),
+                [(s[0], s[1], s[2], s[3]) for s in segs],
+            )
+        )
+    return out
+
+
+def _aligned(seg: Rect, other: list[Rect], tol: float = 3.0) -> bool:
+    """Left, right or centre edges line up (text, numbers and centred headers)."""
+    cx = (seg[0] + seg[2]) / 2
+    return any(
+        abs(seg[0] - o[0]) <= tol or abs(seg[2] - o[2]) <= tol or abs(cx - (o[0] + o[2]) / 2) <= tol
+        for o in other
+    )
+
+
+TextRow = tuple[float, float, list[Rect]]
+
+
+def _aligned_text_regions(
+    page: pymupdf.Page, refine: bool = False
+) -> list[tuple[Rect, list[TextRow]]]:
+    """Runs of ≥3 nearby rows with ≥3 segments each, ≥3 of which align with a neighbour row.
+
+    `refine` (for the text-strategy finder, not for the cheap test) cuts a run at wide empty
+    gutters, so a two-page spread or a neighbouring text column does not become table
+    columns, and returns the header lines just above that sit over the region's columns
+    (the text strategy would split a wrapped header word by word, so they are kept apart).
+    """
+    all_rows = _line_segments(page)
+    rows = [r for r in all_rows if len(r[2]) >= 3]
+    runs: list[list[TextRow]] = []
+    for row in rows:
+        if runs and row[0] - runs[-1][-1][1] <= 3 * (row[1] - row[0]):
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    if refine:
+        gutter = 0.2 * float(_api(page).rect.width)
+        runs = [part for run in runs for part in _split_at_gutters(run, gutter)]
+    regions: list[tuple[Rect, list[TextRow]]] = []
+    for run in runs:
+        if not _is_aligned(run) or _prose_like(run):
+            continue
+        segs = [s for r in run for s in r[2]]
+        x0, x1 = min(s[0] for s in segs), max(s[2] for s in segs)
+        header = _header_above(all_rows, run, _clusters(segs), x0, x1) if refine else []
+        regions.append(((x0, run[0][0], x1, run[-1][1]), header))
+    return regions
+
+
+def _prose_like(run: list[TextRow]) -> bool:
+    """Newspaper-style text columns align too; their segments are long lines, not cells."""
+    widths = sorted((s[2] - s[0]) / max(y1 - y0, 1.0) for y0, y1, segs in run for s in segs)
+    return widths[len(widths) // 2] >= _PROSE_SEGMENT_EMS
+
+
+def _is_aligned(run: list[TextRow]) -> bool:
+    if len(run) < 3:
+        return False
+    aligned_rows = 0
+    for i, (_, _, segs) in enumerate(run):
+        near = run[max(0, i - 3) : i] + run[i + 1 : i + 4]  # neighbours keep long runs cheap
+        others = [s for r in near for s in r[2]]
+        if sum(_aligned(s, others) for s in segs) >= 3:
+            aligned_rows += 1
+            if aligned_rows >= 3:
+                return True
+    return False
+
+
+def _clusters(segs: list[Rect]) -> list[tuple[float, float]]:
+    """Column extents: the union of overlapping segment x-intervals."""
+    out: list[list[float]] = []
+    for s in sorted(segs, key=lambda s: s[0]):
+        if out and s[0] <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], s[2])
+        else:
+            out.append([s[0], s[2]])
+    return [(c[0], c[1]) for c in out]
+
+
+def _split_at_gutters(run: list[TextRow], gutter: float) -> list[list[TextRow]]:
+    """Cut a run where no segment crosses an x-gap wider than `gutter`."""
+    cols = _clusters([s for r in run for s in r[2]])
+    cuts = [b[0] for a, b in itertools.pairwise(cols) if b[0] - a[1] >= gutter]
+    if not cuts:
+        return [run]
+    edges = [float("-inf"), *cuts, float("inf")]
+    parts: list[list[TextRow]] = []
+    for lo, hi in itertools.pairwise(edges):
+        part = []
+        for y0, y1, segs in run:
+            inside = [s for s in segs if lo <= s[0] < hi]
+            if len(inside) >= 3:
+                part.append((y0, y1, inside))
+        parts.append(part)
+    return parts
+
+
+def _header_above(
+    all_rows: list[TextRow],
+    run: list[TextRow],
+    cols: list[tuple[float, float]],
+    x0: float,
+    x1: float,
+) -> list[TextRow]:
+    """≤3 close rows just above the run whose segments each sit over exactly one column."""
+    top = run[0][0]
+    height = run[0][1] - run[0][0]
+    above = sorted((r for r in all_rows if r[1] <= top + 0.5), key=lambda r: -r[0])
+    header: list[TextRow] = []
+    for y0, y1, segs in above[:3]:
+        if top - y1 > 1.5 * height:
+            break
+        inside = [s for s in segs if s[2] > x0 and s[0] < x1]
+        hits = [sum(1 for c in cols if s[0] < c[1] and s[2] > c[0]) for s in inside]
+        if not inside or any(h != 1 for h in hits):
+            break  # nothing there, or a line spanning columns (caption, prose): not a header
+        header.insert(0, (y0, y1, inside))
+        top = y0
+    return header
+
+
+# -- table finder --------------------------------------------------------------------------------
+
+
+def find_tables(page: pymupdf.Page, page_number: int) -> list[PdfTable]:
+    """Ruled tables first; the text strategy only where aligned text exists and lines found none.
+
+    Degenerate finds (one column, one row, mostly empty, prose in boxes) are dropped because
+    PyMuPDF reports page frames and figure outlines as tables. PyMuPDF never reports a
+    one-column grid, so fully ruled one-column tables (ODT/DOCX exports) are read from the
+    rulings here; unruled one-column "tables" stay text.
+    """
+    api = _api(page)
+    lined = _extracted(api.find_tables(use_layout=False))
+    found: list[tuple[Any, list[list[str | None]], list[TextRow] | None]]
+    found = [(t, x, None) for t, x in lined if _plausible(t, x)]
+    if not found:
+        for region, above in _aligned_text_regions(page, refine=True):
+            tabs = api.find_tables(clip=region, strategy="text", use_layout=False)
+            found += [(t, x, above) for t, x in _extracted(tabs) if _plausible(t, x)]
+    boxes = _single_column_boxes(*_segments(page))
+    if not found and not boxes:
+        return []
+    words = api.get_text("words")
+    blocks = api.get_text("blocks")
+    located: list[tuple[Rect, TableGrid, tuple[float, ...]]] = []
+    for tab, extracted, header in found:
+        grid, col_xs = _grid(tab, extracted, words)
+        bbox = _rect(tab.bbox)
+        if header is not None:
+            grid, col_xs = _text_grid(grid, _col_ranges(tab), header, words)
+            if header:
+                bbox = (bbox[0], min(bbox[1], header[0][0]), bbox[2], bbox[3])
+        located.append((bbox, grid, col_xs))
+    for bbox, ys in boxes:
+        if any(_overlaps(bbox, other[0]) for other in located):
+            continue
+        texts = [_words_in(words, (bbox[0], y0, bbox[2], y1)) for y0, y1 in itertools.pairwise(ys)]
+        if sum(1 for t in texts if t.strip()) >= 2:
+            cells = [TableCell(i, 0, t) for i, t in enumerate(texts)]
+            located.append((bbox, TableGrid(cells=cells), (bbox[0],)))
+    out = []
+    for bbox, grid, col_xs in sorted(located, key=lambda x: (round(x[0][1]), x[0][0])):
+        grid.caption = _caption(blocks, bbox)
+        out.append(PdfTable(page_number, (page_number,), bbox, grid, grid.caption, col_xs))
+    return out
+
+
+def _overlaps(a: Rect, b: Rect) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _single_column_boxes(hs: list[Rect], vs: list[Rect]) -> list[tuple[Rect, list[float]]]:
+    """Two neighbouring verticals of equal extent with ≥3 full-width horizontals between them.
+
+    Verticals are bucketed by extent and only x-neighbours are paired, so vector-heavy pages
+    (charts, drawings) stay cheap; a page with very many verticals is not searched at all.
+    """
+    if len(vs) > _MAX_VERTICALS:
+        return []
+    tol = 2.5
+    buckets: dict[tuple[int, int], list[Rect]] = {}
+    for v in vs:
+        buckets.setdefault((round(v[1] / tol), round(v[3] / tol)), []).append(v)
+    hs_by_y = sorted(hs, key=lambda h: h[1])
+    out: list[tuple[Rect, list[float]]] = []
+    for bucket in buckets.values():
+        for left, right in itertools.pairwise(sorted(bucket, key=lambda v: v[0])):
+            x0, x1 = left[0], right[0]
+            y0, y1 = min(left[1], right[1]), max(left[3], right[3])
+            if x1 - x0 < 36:
+                continue
+            if any(x0 + tol < v[0] < x1 - tol and v[1] < y1 - tol and v[3] > y0 + tol for v in vs):
+                continue  # inner vertical: a multi-column grid, PyMuPDF's job
+            ys: list[float] = []
+            for h in hs_by_y:
+                full = abs(h[0] - x0) <= tol and abs(h[2] - x1) <= tol
+                if full and y0 - tol <= h[1] <= y1 + tol and (not ys or h[1] - ys[-1] > tol):
+                    ys.append(h[1])
+            if len(ys) >= 3 and ys[0] - y0 <= tol and y1 - ys[-1] <= tol:
+                out.append(((x0, y0, x1, y1), ys))
+    return out
+
+
+def _col_ranges(tab: Any) -> list[tuple[float, float]]:
+    """x-extent of each column of a finder table (from its unmerged cells)."""
+    out = []
+    for j in range(tab.col_count):
+        rects = [r.cells[j] for r in tab.rows if r.cells[j] is not None]
+        out.append((min(r[0] for r in rects), max(r[2] for r in rects)) if rects else (0.0, 0.0))
+    return out
+
+
+def _text_grid(
+    grid: TableGrid,
+    ranges: list[tuple[float, float]],
+    header: list[TextRow],
+    words: list[Any],
+) -> tuple[TableGrid, tuple[float, ...]]:
+    """Clean a text-strategy grid: drop blank rows/columns (line spacing, gutters) and put the
+    header lines found above it into one header row, each segment under the column it overlaps.
+    """
+    rows = sorted({c.row for c in grid.cells if c.text.strip()})
+    cols = sorted({c.col for c in grid.cells if c.text.strip()})
+    row_at = {r: i + (1 if header else 0) for i, r in enumerate(rows)}
+    col_at = {c: i for i, c in enumerate(cols)}
+    cells = [
+        replace(c, row=row_at[c.row], col=col_at[c.col], rowspan=1, colspan=1)
+        for c in grid.cells
+        if c.row in row_at and c.col in col_at
+    ]
+    kept = [ranges[c] for c in cols]
+    if not header:
+        first = 1 if grid.header_rows and rows and rows[0] == 0 else 0
+        return TableGrid(cells=cells, header_rows=first), tuple(r[0] for r in kept)
+    heads: list[list[str]] = [[] for _ in kept]
+    for _, _, segs in header:
+        for seg in segs:
+            heads[_best_column(seg, kept)].append(_words_in(words, seg).replace("\n", " "))
+    cells += [TableCell(0, j, " ".join(texts), header=True) for j, texts in enumerate(heads)]
+    return TableGrid(cells=cells, header_rows=1), tuple(r[0] for r in kept)
+
+
+def _best_column(seg: Rect, ranges: list[tuple[float, float]]) -> int:
+    """Column with the largest x-overlap, else the one with the nearest centre."""
+    centre = (seg[0] + seg[2]) / 2
+
+    def score(j: int) -> tuple[float, float]:
+        lo, hi = ranges[j]
+        return (min(seg[2], hi) - max(seg[0], lo), -abs(centre - (lo + hi) / 2))
+
+    return max(range(len(ranges)), key=score)
+
+
+def _api(obj: object) -> Any:
+    """PyMuPDF's methods are untyped; this marks the boundary for mypy --strict."""
+    return obj
+
+
+def _rect(r: Any) -> Rect:
+    return (float(r[0]), float(r[1]), float(r[2]), float(r[3]))
+
+
+def _extracted(finder: Any) -> list[tuple[Any, list[list[str | None]]]]:
+    return [(t, t.extract()) for t in finder.tables]
+
+
+def _plausible(tab: Any, extracted: list[list[str | None]]) -> bool:
+    if tab.row_count < 2 or tab.col_count < 2:
+        return False
+    slots = [c for row in extracted for c in row]
+    texts = [c for c in slots if c is not None]
+    filled = [c for c in texts if c.strip()]
+    if not texts or len(filled) / len(texts) < _MIN_FILLED:
+        return False
+    if 1 - len(texts) / len(slots) > _MAX_COVERED:
+        return False  # mostly merged slots: boxes of a diagram, not rows and columns
+    return sum(len(c) for c in filled) / len(filled) <= _MAX_MEAN_CELL_CHARS
+
+
+def _words_in(words: list[Any], rect: Rect) -> str:
+    """Cell text from the page's word list (word centre inside the cell), line by line."""
+    inside = [
+        w
+        for w in words
+        if rect[0] <= (w[0] + w[2]) / 2 <= rect[2] and rect[1] <= (w[1] + w[3]) / 2 <= rect[3]
+    ]
+    inside.sort(key=lambda w: (w[5], w[6], w[7]))
+    lines: list[list[str]] = []
+    last: tuple[int, int] | None = None
+    for w in inside:
+        if (w[5], w[6]) != last:
+            lines.append([])
+            last = (w[5], w[6])
+        lines[-1].append(w[4])
+    return "\n".join(" ".join(line) for line in lines)
+
+
+def _cell_text(extracted: str | None, words: list[Any], rect: Rect) -> str:
+    """extract() text unless it disagrees with the page words once whitespace is ignored.
+
+    With small glyph heights the finder can split '4.50' or 'FUNCTION_ID' across lines
+    ("FUNCTION ID\\n_"); the word list keeps them whole, so it wins on any disagreement.
+    """
+    text = (extracted or "").strip()
+    from_words = _words_in(words, rect)
+    if "".join(text.split()) != "".join(from_words.split()) and from_words:
+        return from_words
+    return text
+
+
+def _grid(
+    tab: Any, extracted: list[list[str | None]], words: list[Any]
+) -> tuple[TableGrid, tuple[float, ...]]:
+    """Anchor cells with spans: a None slot in `rows[i].cells` is covered by a neighbour."""
+    rows = tab.rows
+    n_rows, n_cols = len(rows), tab.col_count
+    col_x = [
+        min((r.cells[j][0] for r in rows if r.cells[j] is not None), default=float("inf"))
+        for j in range(n_cols)
+    ]
+    row_y = [float(r.bbox[1]) for r in rows]
+    tol = 1.0
+    cells: list[TableCell] = []
+    for i, row in enumerate(rows):
+        for j, rect in enumerate(row.cells):
+            if rect is None:
+                continue
+            r = _rect(rect)
+            colspan = 1 + sum(1 for k in range(j + 1, n_cols) if col_x[k] < r[2] - tol)
+            rowspan = 1 + sum(1 for k in range(i + 1, n_rows) if row_y[k] < r[3] - tol)
+            text = _cell_text(extracted[i][j], words, r)
+            cells.append(TableCell(i, j, text, rowspan, colspan))
+    grid = TableGrid(cells=cells, header_rows=_header_rows(tab, cells))
+    col_xs = tuple(round(float(x), 2) for x in col_x if x != float("inf"))
+    return grid, col_xs
+
+
+def _header_rows(tab: Any, cells: list[TableCell]) -> int:
+    """Row 0 is a header when PyMuPDF's header is internal; spans from row 0 extend it.
+
+    An "external" header is a text line above the table (often the caption), so row 0 only
+    counts then if it is styled differently (bold) from the body.
+    """
+    header = tab.header
+    if header.external and not _bold_first_row(tab):
+        return 0
+    first = [c for c in cells if c.row == 0]
+    return max((c.rowspan for c in first), default=1)
+
+
+def _bold_first_row(tab: Any) -> bool:
+    """Row 0 (nearly) all bold while the body is clearly less so: a styled header row."""
+    if len(tab.rows) < 2:
+        return False
+    page = tab.page
+    body = tab.rows[1]
+    body_rect = (body.bbox[0], body.bbox[1], tab.bbox[2], tab.bbox[3])
+
+    def bold_share(bbox: Any) -> float:
+        spans = [
+            s
+            for b in page.get_text("dict", clip=bbox)["blocks"]
+            for line in b.get("lines", ())
+            for s in line["spans"]
+            if s["text"].strip()
+        ]
+        if not spans:
+            return 0.0
+        return sum(1 for s in spans if s["flags"] & 16 or "bold" in s["font"].lower()) / len(spans)
+
+    head = bold_share(tab.rows[0].bbox)
+    return head >= 0.9 and bold_share(body_rect) <= head - 0.2
+
+
+def _caption(blocks: list[Any], bbox: Rect) -> str | None:
+    """Nearest text block just above or below the table whose text starts like a caption."""
+    best: tuple[float, str] | None = None
+    for b in blocks:
+        if b[6] != 0:
+            continue
+        text = " ".join(str(b[4]).split())
+        if not _CAPTION_RE.match(text):
+            continue
+        if b[2] < bbox[0] or b[0] > bbox[2]:
+            continue
+        if 0 <= bbox[1] - b[3] <= _CAPTION_GAP:
+            gap = bbox[1] - b[3]
+        elif 0 <= b[1] - bbox[3] <= _CAPTION_GAP:
+            gap = b[1] - bbox[3]
+        else:
+            continue
+        if best is None or gap < best[0]:
+            best = (gap, text)
+    return best[1] if best else None
+
+
+# -- joining across pages ------------------------------------------------------------------------
+
+
+def join_continued_tables(
+    tables: list[PdfTable], page_heights: dict[int, float] | None = None
+) -> list[PdfTable]:
+    """Merge a table that continues at the top of the next page into its predecessor.
+
+    Continuation = the next page's first table starts in the top part of the page and either
+    repeats the header row (the repeat is dropped) or has the same column count with column
+    x-positions aligned within 3 % of the width. `page_heights` (page → height) sharpens the
+    top-of-page test; without it an A4 height is assumed.
+    """
+    out: list[PdfTable] = []
+    for i, tab in enumerate(tables):
+        # In document order, tables[i - 1] is the last table before `tab`: it must sit on the
+        # previous page (so it is that page's last table and `tab` is this page's first).
+        if out and tables[i - 1].page == tab.page - 1 and _at_top(tab, page_heights):
+            joined = _join(out[-1], tables[i - 1], tab)
+            if joined is not None:
+                out[-1] = joined
+                continue
+        out.append(tab)
+    return out
+
+
+def _at_top(tab: PdfTable, page_heights: dict[int, float] | None) -> bool:
+    height = (page_heights or {}).get(tab.page, _DEFAULT_PAGE_HEIGHT)
+    return tab.bbox[1] <= _TOP_OF_PAGE * height
+
+
+def _row_texts(grid: TableGrid, row: int) -> list[str]:
+    return [
+        " ".join(c.text.split()) for c in sorted(grid.cells, key=lambda c: c.col) if c.row == row
+    ]
+
+
+def _join(prev: PdfTable, last: PdfTable, nxt: PdfTable) -> PdfTable | None:
+    """Append `nxt` to `prev` (which may already be joined; `last` is its final piece)."""
+    a, b = prev.grid, nxt.grid
+    if nxt.caption and _caption_label(nxt.caption) != _caption_label(prev.caption or ""):
+        return None  # its own numbered caption: a new table, not a continuation
+    repeated = 0
+    head = max(a.header_rows, 1)
+    if b.num_rows > head and all(_row_texts(a, r) == _row_texts(b, r) for r in range(head)):
+        repeated = head
+    elif a.num_cols != b.num_cols or not _columns_align(last, nxt):
+        return None
+    offset = a.num_rows - repeated
+    moved = [replace(c, row=c.row + offset) for c in b.cells if c.row >= repeated]
+    grid = TableGrid(
+        cells=[*a.cells, *moved], caption=a.caption or b.caption, header_rows=a.header_rows
+    )
+    return replace(prev, pages=(*prev.pages, nxt.page), grid=grid, caption=grid.caption)
+
+
+def _caption_label(caption: str) -> str:
+    """'Table 3-2 Built-in …' → 'table 3-2' (what a "Table 3-2 (continued)" repeats)."""
+    match = _CAPTION_RE.match(caption)
+    return match.group(0).strip().lower() if match else ""
+
+
+def _columns_align(a: PdfTable, b: PdfTable) -> bool:
+    tol = _COL_ALIGN_TOL * max(a.bbox[2] - a.bbox[0], 1.0)
+    return len(a.col_xs) == len(b.col_xs) > 0 and all(
+        abs(x - y) <= tol for x, y in zip(a.col_xs, b.col_xs, strict=True)
+    )

@@ -1,0 +1,308 @@
+"""PDF profile: cheap facts from a sample of pages, gathered once before parsing.
+
+Routing needs only a few questions answered (is there a text layer, does it look like slides,
+a scan, or a drawing set, how long is it, is there an outline); answering them from up to
+`SAMPLE_PAGES` pages with `get_text("dict")` keeps profiling at a few ms per page, and
+`find_tables` is never run here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+
+from corpus_pipeline.contracts import PdfPageFacts, PdfProfile, PdfTocEntry
+from corpus_pipeline.contracts.profile import PdfCategory
+from corpus_pipeline.errors import CorruptDocumentError, PasswordRequiredError, WrongPasswordError
+from corpus_pipeline.parsing.pdf.layout import gutters, page_blocks
+from corpus_pipeline.settings import CorpusSettings
+
+# PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
+Page = Any
+Document = Any
+_mupdf: Any = pymupdf
+
+SAMPLE_PAGES = 64
+TOC_CAP = 2000
+_TEXT_PAGE_CHARS = 40
+
+
+def open_pdf(path: Path, password: str | None = None) -> Document:
+    """Open and authenticate a PDF, or refuse it with an error that names the problem."""
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(max(0, size - 2048))
+        tail = fh.read()
+    if b"%%EOF" not in tail:
+        raise CorruptDocumentError("pdf", "the file is truncated (no end-of-file marker)")
+    try:
+        doc = _mupdf.open(path, filetype="pdf")
+    except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
+        raise CorruptDocumentError("pdf", f"cannot be opened ({type(exc).__name__})") from exc
+    if doc.needs_pass:
+        if not password:
+            doc.close()
+            raise PasswordRequiredError("pdf")
+        if not doc.authenticate(password):
+            doc.close()
+            raise WrongPasswordError("pdf")
+    if doc.page_count == 0:
+        doc.close()
+        raise CorruptDocumentError("pdf", "the document has no pages")
+    return doc
+
+
+def sample_pages(page_count: int, limit: int = SAMPLE_PAGES) -> list[int]:
+    """0-based page indexes: all pages of short documents, else the first 8 plus a spread."""
+    if page_count <= limit:
+        return list(range(page_count))
+    head = list(range(8))
+    rest = limit - len(head)
+    step = (page_count - 8) / rest
+    return head + sorted({8 + int(i * step) for i in range(rest)})
+
+
+def read_toc(doc: Document) -> list[PdfTocEntry]:
+    """The embedded outline with target pages (1-based; 0 = no target) and target y."""
+    entries: list[PdfTocEntry] = []
+    try:
+        raw = doc.get_toc(simple=False)
+    except (RuntimeError, ValueError):
+        return entries
+    for item in raw[:TOC_CAP]:
+        level, title, page = int(item[0]), str(item[1]), int(item[2])
+        dest = item[3] if len(item) > 3 and isinstance(item[3], dict) else {}
+        to = dest.get("to")
+        y = float(to.y) if to is not None and hasattr(to, "y") else None
+        title = " ".join(title.split())
+        if title:
+            entries.append(PdfTocEntry(level=max(1, level), title=title, page=max(page, 0), y=y))
+    return entries
+
+
+def _page_facts(page: Page, number: int) -> tuple[PdfPageFacts, Counter[str], Counter[float], str]:
+    blocks = page_blocks(page, number)
+    fonts: Counter[str] = Counter()
+    sizes: Counter[float] = Counter()
+    texts: list[str] = []
+    max_size = 0.0
+    lines = chars = 0
+    for b in blocks:
+        for ln in b.lines:
+            n = len(ln.text)
+            lines += 1
+            chars += n
+            fonts[ln.font] += n
+            sizes[ln.size] += n
+            max_size = max(max_size, ln.size)
+            texts.append(ln.text)
+    rect = page.rect
+    area = max(rect.width * rect.height, 1.0)
+    covered = 0.0
+    try:
+        for info in page.get_image_info():
+            box = _mupdf.Rect(info["bbox"]) & rect
+            covered += max(box.width, 0) * max(box.height, 0)
+    except (RuntimeError, ValueError):
+        covered = 0.0
+    columns = len(gutters(blocks, rect.width)) + 1 if chars else 1
+    facts = PdfPageFacts(
+        page=number,
+        width=round(rect.width, 1),
+        height=round(rect.height, 1),
+        chars=chars,
+        lines=lines,
+        max_font_size=max_size,
+        image_coverage=round(min(covered / area, 1.0), 3),
+        columns=columns,
+        table_likely=_table_likely(page),
+    )
+    return facts, fonts, sizes, "\n".join(texts)
+
+
+def _table_likely(page: Page) -> bool:
+    """Ask the table module (another engineer's) if it exists yet; never fails the profile."""
+    try:
+        from corpus_pipeline.parsing import pdf_tables  # type: ignore[attr-defined]
+    except ImportError:
+        return False
+    try:
+        return bool(pdf_tables.table_likely(page))
+    except Exception:  # a probe must never break profiling
+        return False
+
+
+def _drawing_count(page: Page) -> int:
+    try:
+        return len(page.get_cdrawings())
+    except (RuntimeError, ValueError, AttributeError):
+        return 0
+
+
+def categorize(
+    pages: list[PdfPageFacts], drawings: dict[int, int], body: float | None
+) -> PdfCategory:
+    """Routing category from the sampled pages (majority vote on simple page shapes)."""
+    if not pages:
+        return "general"
+    n = len(pages)
+    scan = sum(p.chars < _TEXT_PAGE_CHARS and p.image_coverage >= 0.5 for p in pages)
+    if scan * 2 > n:
+        return "scan"
+    slide = sum(_slide_like(p, body) for p in pages)
+    if slide * 10 >= n * 6:
+        return "slides"
+    atlas = sum(
+        p.chars < 800
+        and (drawings.get(p.page, 0) >= 300 or p.image_coverage >= 0.6)
+        and p.chars >= _TEXT_PAGE_CHARS
+        for p in pages
+    )
+    if atlas * 2 > n:
+        return "atlas"
+    return "general"
+
+
+def _slide_like(p: PdfPageFacts, body: float | None) -> bool:
+    ratio = p.width / max(p.height, 1.0)
+    big_text = p.max_font_size >= 20 or (body or 0) >= 14
+    return 1.25 <= ratio <= 1.85 and p.lines <= 30 and big_text
+
+
+def classify(category: PdfCategory, page_count: int, toc: list[PdfTocEntry], sample: str) -> str:
+    """Open semantic kind from rules (the `classification` LLM role may refine it later)."""
+    if category == "scan":
+        return "scanned document"
+    if category == "slides":
+        return "slide deck"
+    if category == "atlas":
+        return "map or drawing set"
+    low = sample.casefold()
+    if "annual report" in low or "form 10-k" in low:
+        return "annual report"
+    if "abstract" in low and ("references" in low or "introduction" in low):
+        return "research paper"
+    if re.search(r"\b(agreement|hereinafter|the parties|clause)\b", low):
+        return "contract or legal document"
+    if re.search(r"\b(manual|handbook|user guide|installation|procedure)\b", low):
+        return "manual"
+    if toc and page_count >= 50:
+        return "book or long report"
+    return "document"
+
+
+def split_plan(page_count: int, toc: list[PdfTocEntry], every: int) -> list[tuple[int, int]]:
+    """Page ranges for bounded-memory parsing: cut at top-level TOC pages, else every N."""
+    if page_count <= every:
+        return [(1, page_count)]
+    top = min((e.level for e in toc), default=1)
+    starts = sorted({e.page for e in toc if e.level == top and 1 <= e.page <= page_count})
+    cuts = [1]
+    for s in starts:
+        if s > cuts[-1]:
+            cuts.append(s)
+    cuts.append(page_count + 1)
+    plan: list[tuple[int, int]] = []
+    for a, b in itertools.pairwise(cuts):
+        start = a
+        while start < b:
+            end = min(b - 1, start + every - 1)
+            plan.append((start, end))
+            start = end + 1
+    # Merge tiny neighbouring chapters so ranges stay close to N pages.
+    merged: list[tuple[int, int]] = []
+    for a, b in plan:
+        if merged and (b - merged[-1][0] + 1) <= every:
+            merged[-1] = (merged[-1][0], b)
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def profile_pdf(doc: Document, split_pages: int = 200) -> tuple[PdfProfile, str]:
+    """The PDF profile and a text sample (for the language guess)."""
+    started = time.perf_counter()
+    indexes = sample_pages(doc.page_count)
+    facts: list[PdfPageFacts] = []
+    fonts: Counter[str] = Counter()
+    sizes: Counter[float] = Counter()
+    drawings: dict[int, int] = {}
+    texts: list[str] = []
+    sample_len = 0
+    for i in indexes:
+        page = doc.load_page(i)
+        f, pf, ps, text = _page_facts(page, i + 1)
+        facts.append(f)
+        fonts.update(pf)
+        sizes.update(ps)
+        if f.chars < 800 and f.chars >= _TEXT_PAGE_CHARS:
+            drawings[i + 1] = _drawing_count(page)
+        if sample_len < 12000:
+            texts.append(text)
+            sample_len += len(text)
+    toc = read_toc(doc)
+    body = sizes.most_common(1)[0][0] if sizes else None
+    category = categorize(facts, drawings, body)
+    sample = "\n".join(texts)
+    n = max(len(facts), 1)
+    profile = PdfProfile(
+        page_count=doc.page_count,
+        encrypted=bool(doc.is_encrypted),
+        sampled_pages=len(facts),
+        text_coverage=round(sum(f.chars >= _TEXT_PAGE_CHARS for f in facts) / n, 3),
+        toc=toc,
+        toc_levels=max((e.level for e in toc), default=0),
+        fonts=dict(fonts.most_common(20)),
+        font_sizes={f"{s:g}": c for s, c in sorted(sizes.items())[:60]},
+        body_font_size=body,
+        image_coverage=round(sum(f.image_coverage for f in facts) / n, 3),
+        landscape_share=round(sum(f.width > f.height for f in facts) / n, 3),
+        slide_like_share=round(sum(_slide_like(f, body) for f in facts) / n, 3),
+        multi_column_pages=[f.page for f in facts if f.columns > 1],
+        table_pages=[f.page for f in facts if f.table_likely],
+        pages=facts[:SAMPLE_PAGES],
+        category=category,
+        classification=classify(category, doc.page_count, toc, sample),
+        split_plan=split_plan(doc.page_count, toc, split_pages),
+        ms_per_page=round((time.perf_counter() - started) * 1000 / n, 3),
+    )
+    return profile, sample
+
+
+_CLASSIFY_PROMPT = (
+    "In two to four words, what kind of document is this (for example: research paper, annual "
+    "report, user manual, contract, invoice, slide deck)? Answer with the kind only.\n\n{text}"
+)
+
+
+def llm_classification(sample: str, settings: CorpusSettings) -> str | None:
+    """The `classification` role's label for a text sample; None when unset or failing (the
+    rule-based label stays)."""
+    role = settings.role("classification")
+    if not role.enabled or not sample.strip():
+        return None
+    import openai
+
+    try:
+        client = openai.OpenAI(
+            base_url=role.base_url or None,
+            api_key=role.api_key.get_secret_value() or "not-set",
+            timeout=settings.llm_timeout_seconds,
+            max_retries=1,
+        )
+        response = client.chat.completions.create(
+            model=role.model,
+            messages=[{"role": "user", "content": _CLASSIFY_PROMPT.format(text=sample[:4000])}],
+            temperature=0,
+        )
+    except openai.OpenAIError:
+        return None
+    label = " ".join((response.choices[0].message.content or "").split()).strip(" .").lower()
+    return label[:80] or None

@@ -1,0 +1,337 @@
+"""PDF strategy: headings from TOC / numbering / font geometry, page furniture, columns, OCR,
+passwords, refusals and the parse budget. PDFs are generated with PyMuPDF where possible."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+import pytest
+
+from corpus_pipeline.contracts import FileFormat, RowType
+from corpus_pipeline.errors import (
+    CorruptDocumentError,
+    PasswordRequiredError,
+    WrongPasswordError,
+)
+from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.pdf import parse_pdf
+from corpus_pipeline.parsing.pdf.ocr import tesseract_version
+from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.settings import CorpusSettings
+from corpus_pipeline_tests.support import DOCS, bare_profile
+
+mu: Any = pymupdf  # PyMuPDF is only partly annotated
+
+BODY = (
+    "This paragraph is ordinary body text that continues for a while so the page has "
+    "enough running text to tell the body size from headings."
+)
+
+# (text, fontsize, fontname) lines; y advances by 1.8 x size.
+Spec = list[tuple[str, float, str]]
+
+
+def make_pdf(path: Path, pages: list[Spec], size: tuple[float, float] = (595, 842)) -> Path:
+    doc: Any = mu.open()
+    for lines in pages:
+        page = doc.new_page(width=size[0], height=size[1])
+        y = 90.0
+        for text, fontsize, font in lines:
+            y += fontsize * 1.8
+            page.insert_text((72, y), text, fontsize=fontsize, fontname=font)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def parse(
+    path: Path, tmp_path: Path, settings: CorpusSettings | None = None, password: str | None = None
+) -> ParseContext:
+    profile = profile_file(path, password=password)
+    ctx = ParseContext(
+        source_path=path,
+        source_file_name=path.name,
+        profile=profile,
+        workdir=tmp_path / "work",
+        settings=settings,
+        password=password,
+    )
+    parse_pdf(ctx)
+    return ctx
+
+
+def headings(ctx: ParseContext) -> list[tuple[str, int | None, list[int]]]:
+    return [
+        (r.text, r.heading_level, r.page_numbers) for r in ctx.rows if r.row_type is RowType.HEADING
+    ]
+
+
+def body(n: int = 3) -> Spec:
+    return [(BODY[:90], 10, "helv")] * n
+
+
+def test_embedded_toc_drives_the_hierarchy(tmp_path):
+    path = tmp_path / "toc.pdf"
+    make_pdf(
+        path,
+        [
+            [("Part One", 14, "helv"), *body(), ("Scope of work", 11, "helv"), *body()],
+            [("Terms", 11, "helv"), *body()],
+        ],
+    )
+    doc: Any = mu.open(path)
+    doc.set_toc(
+        [[1, "Part One", 1], [2, "Scope of Work", 1], [2, "Terms", 2], [2, "Ghost entry", 2]]
+    )
+    doc.saveIncr()
+    doc.close()
+    ctx = parse(path, tmp_path)
+    assert headings(ctx) == [
+        ("Part One", 1, [1]),
+        ("Scope of work", 2, [1]),
+        ("Ghost entry", 2, [2]),  # unmatched: at the start of its page
+        ("Terms", 2, [2]),
+    ]
+
+
+def test_numbering_gives_levels_without_a_toc(tmp_path):
+    path = make_pdf(
+        tmp_path / "numbered.pdf",
+        [
+            [
+                ("1 Introduction", 10, "hebo"),
+                *body(),
+                ("1.1 Scope", 10, "hebo"),
+                *body(),
+                ("1.1.1 Details", 10, "hebo"),
+                *body(),
+                ("2 Method", 10, "hebo"),
+                *body(4),
+            ]
+        ],
+    )
+    assert [(t, lvl) for t, lvl, _ in headings(parse(path, tmp_path))] == [
+        ("1 Introduction", 1),
+        ("1.1 Scope", 2),
+        ("1.1.1 Details", 3),
+        ("2 Method", 1),
+    ]
+
+
+def test_font_sizes_cluster_into_levels(tmp_path):
+    path = make_pdf(
+        tmp_path / "fonts.pdf",
+        [
+            [
+                ("Annual Overview", 22, "helv"),
+                *body(),
+                ("Regional results", 16, "helv"),
+                *body(),
+                ("Northern markets", 13, "hebo"),
+                *body(),
+                ("Southern markets", 13, "hebo"),
+                *body(),
+            ]
+        ],
+    )
+    assert [(t, lvl) for t, lvl, _ in headings(parse(path, tmp_path))] == [
+        ("Annual Overview", 1),
+        ("Regional results", 2),
+        ("Northern markets", 3),
+        ("Southern markets", 3),
+    ]
+
+
+def test_running_headers_footers_and_page_numbers_are_removed(tmp_path):
+    path = tmp_path / "furniture.pdf"
+    doc: Any = mu.open()
+    for n in range(1, 5):
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((72, 40), "ACME Corp quarterly report", fontsize=9)
+        page.insert_text((72, 120), f"Body text of page {n} with several words in it.", fontsize=10)
+        page.insert_text((280, 815), f"Page {n} of 4", fontsize=9)
+    doc.save(path)
+    ctx = parse(path, tmp_path)
+    text = " ".join(r.text for r in ctx.rows)
+    assert "ACME" not in text
+    assert "Page 3 of 4" not in text
+    assert "Body text of page 4" in text
+
+
+def test_two_columns_are_read_column_by_column(tmp_path):
+    path = tmp_path / "columns.pdf"
+    doc: Any = mu.open()
+    page = doc.new_page(width=595, height=842)
+    left = " ".join(f"left{i} words fill the first column." for i in range(30))
+    right = " ".join(f"right{i} words fill the second column." for i in range(30))
+    page.insert_textbox(mu.Rect(50, 100, 285, 700), left, fontsize=10)
+    page.insert_textbox(mu.Rect(310, 100, 545, 700), right, fontsize=10)
+    doc.save(path)
+    text = " ".join(r.text for r in parse(path, tmp_path).rows)
+    assert "left29" in text and "right0" in text
+    assert text.index("left29") < text.index("right0")
+
+
+@pytest.mark.skipif(tesseract_version() is None, reason="Tesseract is not installed")
+def test_a_scanned_page_is_read_with_ocr(tmp_path):
+    src: Any = mu.open()
+    page = src.new_page(width=595, height=842)
+    page.insert_text((72, 200), "Quarterly inspection passed", fontsize=28)
+    page.insert_text((72, 260), "All valves were replaced in March", fontsize=28)
+    png = page.get_pixmap(dpi=150).tobytes("png")
+    scan: Any = mu.open()
+    scan.new_page(width=595, height=842).insert_image(mu.Rect(0, 0, 595, 842), stream=png)
+    path = tmp_path / "scan.pdf"
+    scan.save(path)
+    ctx = parse(path, tmp_path)
+    assert ctx.profile.pdf is not None and ctx.profile.pdf.category == "scan"
+    text = " ".join(r.text for r in ctx.rows)
+    assert "inspection passed" in text
+    assert all(r.page_numbers == [1] for r in ctx.rows)
+
+
+def test_an_encrypted_pdf_without_password_is_refused():
+    with pytest.raises(PasswordRequiredError, match="password is needed"):
+        profile_file(DOCS / "2206.01062_pg3.pdf")
+
+
+def test_a_wrong_password_is_named_as_wrong():
+    with pytest.raises(WrongPasswordError, match="password is wrong"):
+        profile_file(DOCS / "2206.01062_pg3.pdf", password="nope")
+
+
+def test_the_right_password_opens_the_pdf(tmp_path):
+    ctx = parse(DOCS / "2206.01062_pg3.pdf", tmp_path, password="1234")
+    assert ("4 ANNOTATION CAMPAIGN", 1, [1]) in [(t, 1, p) for t, _, p in headings(ctx)]
+    assert all(r.page_numbers == [1] for r in ctx.rows)
+
+
+def test_the_parser_refuses_a_locked_pdf_without_password(tmp_path):
+    path = DOCS / "2206.01062_pg3.pdf"
+    ctx = ParseContext(
+        source_path=path,
+        source_file_name=path.name,
+        profile=bare_profile(path, FileFormat.PDF, "pdf"),
+        workdir=tmp_path,
+    )
+    with pytest.raises(PasswordRequiredError):
+        parse_pdf(ctx)
+
+
+def test_the_password_never_reaches_artifacts_or_diagnostics(settings, tmp_path):
+    from corpus_pipeline.ingest import ingest
+
+    secret = "Xq7-unlock-Zz9"
+    source: Any = mu.open()
+    source.new_page().insert_text((72, 100), "Confidential minutes of the meeting.", fontsize=11)
+    path = tmp_path / "locked.pdf"
+    source.save(path, encryption=mu.PDF_ENCRYPT_AES_256, user_pw=secret, owner_pw="owner")
+    refused = ingest([path], settings)
+    assert refused[0].status == "failed" and "password is needed" in (refused[0].error or "")
+    results = ingest([path], settings, password=secret)
+    assert results[0].status == "ok", results[0].error
+    for file in settings.home.rglob("*"):
+        if file.is_file():
+            assert secret.encode() not in file.read_bytes(), file
+
+
+def test_a_truncated_pdf_is_refused(tmp_path):
+    data = (DOCS / "multi_page.pdf").read_bytes()
+    path = tmp_path / "cut.pdf"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CorruptDocumentError, match="truncated"):
+        profile_file(path)
+
+
+def test_a_pdf_without_pages_is_refused(tmp_path):
+    head = b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n"
+    pages = b"2 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\n"
+    body_ = head + pages
+    xref = (
+        b"xref\n0 3\n0000000000 65535 f \n"
+        + b"%010d 00000 n \n" % 9
+        + b"%010d 00000 n \n" % len(head)
+    )
+    trailer = b"trailer\n<< /Size 3 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % len(body_)
+    path = tmp_path / "empty.pdf"
+    path.write_bytes(body_ + xref + trailer)
+    with pytest.raises(CorruptDocumentError, match="no pages"):
+        profile_file(path)
+
+
+def test_the_parse_budget_cuts_with_a_diagnostic(tmp_path):
+    path = make_pdf(tmp_path / "long.pdf", [body(2) for _ in range(8)])
+    ctx = parse(path, tmp_path, settings=CorpusSettings(parse_max_pages=3))
+    assert max(p for r in ctx.rows for p in r.page_numbers) == 3
+    cut = [d for d in ctx.diagnostics.items if d.code == "parse.budget_exceeded"]
+    assert cut and "3 of 8 pages" in cut[0].message
+
+
+def test_split_ranges_cover_every_page_in_order(tmp_path):
+    path = make_pdf(
+        tmp_path / "split.pdf", [[(f"Marker page {n}", 10, "helv")] for n in range(1, 11)]
+    )
+    profile = profile_file(path, split_pages=3)
+    assert profile.pdf is not None and profile.pdf.split_plan == [(1, 3), (4, 6), (7, 9), (10, 10)]
+    ctx = ParseContext(
+        source_path=path, source_file_name=path.name, profile=profile, workdir=tmp_path
+    )
+    parse_pdf(ctx)
+    assert [r.page_numbers for r in ctx.rows] == [[n] for n in range(1, 11)]
+
+
+def test_every_row_of_a_real_pdf_has_pages(tmp_path):
+    ctx = parse(DOCS / "redp5110_sampled.pdf", tmp_path)
+    assert ctx.rows and all(r.page_numbers for r in ctx.rows)
+    assert all(1 <= p <= 18 for r in ctx.rows for p in r.page_numbers)
+
+
+def test_slides_get_one_section_per_page(tmp_path):
+    path = make_pdf(
+        tmp_path / "deck.pdf",
+        [
+            [("Quarterly results", 36, "hebo"), ("Revenue grew in all regions", 20, "helv")],
+            [("Next steps", 36, "hebo"), ("Hire two engineers", 20, "helv")],
+            [("Questions", 36, "hebo")],
+        ],
+        size=(960, 540),
+    )
+    ctx = parse(path, tmp_path)
+    assert headings(ctx) == [
+        ("Quarterly results", 1, [1]),
+        ("Next steps", 1, [2]),
+        ("Questions", 1, [3]),
+    ]
+
+
+def test_bullets_become_list_items_and_hyphens_are_joined(tmp_path):
+    path = tmp_path / "list.pdf"
+    doc: Any = mu.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "The inspection covers the hydrau-", fontsize=10)
+    page.insert_text((72, 112), "lic system and more.", fontsize=10)
+    page.insert_text((72, 150), "• first item", fontsize=10)
+    page.insert_text((72, 162), "• second item", fontsize=10)
+    doc.save(path)
+    rows = parse(path, tmp_path).rows
+    assert any("hydraulic system" in r.text for r in rows)
+    items = [r.text for r in rows if r.row_type is RowType.LIST_ITEM]
+    assert items == ["first item", "second item"]
+
+
+def test_without_tesseract_a_scan_says_so(tmp_path, monkeypatch):
+    import corpus_pipeline.parsing.pdf as pdf_module
+
+    monkeypatch.setattr(pdf_module, "tesseract_version", lambda: None)
+    src: Any = mu.open()
+    src.new_page().insert_text((72, 100), "scanned words", fontsize=30)
+    png = src[0].get_pixmap(dpi=72).tobytes("png")
+    doc: Any = mu.open()
+    doc.new_page().insert_image(doc[0].rect, stream=png)
+    path = tmp_path / "scan.pdf"
+    doc.save(path)
+    ctx = parse(path, tmp_path)
+    codes = [d.code for d in ctx.diagnostics.items]
+    assert codes.count("ocr.unavailable") == 1

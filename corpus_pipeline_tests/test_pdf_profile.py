@@ -1,0 +1,97 @@
+"""PDF profile: routing category, semantic classification, TOC, fonts, split plan, cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+
+from corpus_pipeline.contracts import PdfProfile, PdfTocEntry
+from corpus_pipeline.parsing.router import parser_for
+from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling.pdf_profile import split_plan
+from corpus_pipeline_tests.support import DOCS
+
+mu: Any = pymupdf  # PyMuPDF is only partly annotated
+
+
+def _pdf(profile_path: Path) -> PdfProfile:
+    pdf = profile_file(profile_path).pdf
+    assert pdf is not None
+    return pdf
+
+
+def test_a_wide_deck_with_big_titles_is_slides(tmp_path):
+    doc: Any = mu.open()
+    for n in range(5):
+        page = doc.new_page(width=960, height=540)
+        page.insert_text((60, 80), f"Slide title {n}", fontsize=36, fontname="hebo")
+        page.insert_text((60, 160), "One short bullet point", fontsize=22)
+    path = tmp_path / "deck.pdf"
+    doc.save(path)
+    pdf = _pdf(path)
+    assert pdf.category == "slides"
+    assert pdf.classification == "slide deck"
+    assert pdf.landscape_share == 1.0
+
+
+def test_an_image_only_page_is_a_scan(tmp_path):
+    src: Any = mu.open()
+    src.new_page().insert_text((72, 100), "scanned words", fontsize=30)
+    png = src[0].get_pixmap(dpi=72).tobytes("png")
+    doc: Any = mu.open()
+    doc.new_page().insert_image(doc[0].rect, stream=png)
+    path = tmp_path / "scan.pdf"
+    doc.save(path)
+    pdf = _pdf(path)
+    assert pdf.category == "scan"
+    assert pdf.text_coverage == 0.0
+    assert pdf.classification == "scanned document"
+
+
+def test_the_embedded_outline_is_profiled():
+    profile = profile_file(DOCS / "bookmark_sample.pdf")
+    assert profile.has_embedded_toc
+    assert profile.pdf is not None
+    assert profile.pdf.toc_levels == 3
+    assert [e.title for e in profile.pdf.toc][:2] == ["PART I - DEFINITIONS", "1. Interpretation"]
+    assert profile.routing.strategy == "pdf"
+    assert parser_for(profile).__name__ == "parse_pdf"
+
+
+def test_text_pdf_facts_body_size_language_and_columns():
+    profile = profile_file(DOCS / "multi_page.pdf")
+    pdf = profile.pdf
+    assert pdf is not None
+    assert pdf.category == "general"
+    assert pdf.body_font_size == 12.0
+    assert profile.language == "en"
+    assert profile.page_count == pdf.page_count == 5
+    two_columns = profile_file(DOCS / "normal_4pages.pdf").pdf
+    assert two_columns is not None and two_columns.multi_column_pages
+
+
+def test_profiling_is_cheap_per_page():
+    pdf = _pdf(DOCS / "multi_page.pdf")
+    assert 0 < pdf.ms_per_page < 200
+
+
+def test_split_plan_cuts_at_top_level_toc_entries():
+    toc = [
+        PdfTocEntry(level=1, title="A", page=1),
+        PdfTocEntry(level=2, title="A.1", page=40),
+        PdfTocEntry(level=1, title="B", page=90),
+        PdfTocEntry(level=1, title="C", page=300),
+    ]
+    # Ranges start at chapters and never exceed N pages; a long chapter is cut every N.
+    assert split_plan(400, toc, 100) == [
+        (1, 89),
+        (90, 189),
+        (190, 289),
+        (290, 299),
+        (300, 399),
+        (400, 400),
+    ]
+    assert split_plan(250, [], 100) == [(1, 100), (101, 200), (201, 250)]
+    assert split_plan(50, toc, 100) == [(1, 50)]
