@@ -31,11 +31,19 @@ system-deps:
 ## setup: create .venv from the lock file (plus Tesseract where it can be installed)
 setup: $(VENV)/.synced system-deps
 
-## run: ingest + publish the sample corpus on the embedded defaults, then one example search
+## run: ingest + publish the sample corpus on the embedded defaults, one example search, then
+## the query service on 127.0.0.1:8000 with a local API key (Ctrl-C stops it)
 run: setup
 	$(BIN)/corpus ingest data/sample
 	$(BIN)/corpus search "How do tufted ducks feed?" --top-k 3
-	@echo "More: $(BIN)/corpus search \"QUERY\" | $(BIN)/corpus inspect <document_id> | make dev"
+	@KEY=$$($(BIN)/corpus keys create --if-missing); \
+	case "$$KEY" in ck_*) echo "$$KEY" > $(CORPUS_HOME)/service/local_key.txt; chmod 600 $(CORPUS_HOME)/service/local_key.txt;; esac; \
+	KEY=$$(cat $(CORPUS_HOME)/service/local_key.txt 2>/dev/null); \
+	echo ""; echo "API key (also in $(CORPUS_HOME)/service/local_key.txt): $$KEY"; \
+	echo "Try: curl -s -H \"Authorization: Bearer $$KEY\" -H 'Content-Type: application/json' \\"; \
+	echo "       -d '{\"query\": \"How do tufted ducks feed?\", \"top_k\": 3}' http://127.0.0.1:8000/v1/search"; \
+	echo "OpenAPI docs: http://127.0.0.1:8000/docs   (Ctrl-C stops the service)"
+	$(BIN)/corpus serve --host 127.0.0.1 --port 8000
 
 ## dev: the Dagster UI on 127.0.0.1:3000 over the same definitions and instance
 dev: setup

@@ -290,6 +290,12 @@ def _parse_types(value: str | None) -> list[str]:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the response object the HTTP API returns."
 )
+@click.option(
+    "--mode", type=click.Choice(["classic", "agentic"]), default="classic", show_default=True
+)
+@click.option(
+    "--budget", default=8000, show_default=True, type=int, help="Token budget (agentic mode)."
+)
 def search_command(
     query: str,
     namespace: str | None,
@@ -297,8 +303,14 @@ def search_command(
     types: str | None,
     exclude_documents: tuple[str, ...],
     as_json: bool,
+    mode: str,
+    budget: int,
 ) -> None:
-    """Classic search over the published revision: ranked results with citations."""
+    """Search the published revision: ranked results with citations (classic), or cited
+    evidence under a token budget (agentic)."""
+    if mode == "agentic":
+        _agentic_search(query, namespace, top_k, types, exclude_documents, as_json, budget)
+        return
     from pydantic import ValidationError
 
     from corpus_pipeline.contracts.search import SearchRequest
@@ -368,3 +380,95 @@ def delete_command(document_id: str) -> None:
     console.print(
         f"deleted {document_id} ({record.source_file_name}); namespace '{record.namespace}' is at revision {outcome.revision}"
     )
+
+
+def _agentic_search(
+    query: str,
+    namespace: str | None,
+    top_k: int,
+    types: str | None,
+    exclude_documents: tuple[str, ...],
+    as_json: bool,
+    budget: int,
+) -> None:
+    from pydantic import ValidationError
+
+    from corpus_pipeline.contracts.agentic import AgenticRequest
+    from query_service.agentic import BudgetTooSmall, agentic_search
+    from query_service.config import ServiceSettings
+    from query_service.planner import make_planner
+    from query_service.records import RunRecorder
+    from query_service.revision import NamespaceNotFound, open_revision
+
+    settings = _settings(namespace)
+    try:
+        request = AgenticRequest(
+            mode="agentic",
+            query=query,
+            namespace=namespace or settings.namespace,
+            top_k=top_k,
+            token_budget=budget,
+            chunk_types=_parse_types(types),  # type: ignore[arg-type]
+            exclude_document_ids=list(exclude_documents),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise click.UsageError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from exc
+    try:
+        revision = open_revision(settings.published_dir, request.namespace)
+    except NamespaceNotFound as exc:
+        raise click.UsageError(f"{exc} (run `corpus ingest` or `corpus publish` first)") from exc
+    planner, model_tokens = make_planner(ServiceSettings(home=settings.home))
+    recorder = RunRecorder(settings.home / "runs", request.namespace)
+    try:
+        response = agentic_search(revision, request, planner, recorder, model_tokens)
+    except BudgetTooSmall as exc:
+        raise click.UsageError(f"budget: {exc}") from exc
+    recorder.write()
+    if as_json:
+        click.echo(response.model_dump_json(indent=2))
+        return
+    console.print(response.evidence_text, markup=False)
+    steps = ", ".join(f"{p.id} {p.status} ({p.tokens} tokens)" for p in response.plan)
+    console.print(
+        f"\n[dim]plan ({response.planner}): {steps}; budget {response.budget.used}/{response.budget.limit}; "
+        f"stop: {response.stop_reason}; {len(response.results)} results, {len(response.fallback_results)} fallback[/]"
+    )
+
+
+@main.command("runs")
+@click.option("--namespace", "-n", default=None)
+@click.option("--limit", default=20, show_default=True, type=int)
+def runs_command(namespace: str | None, limit: int) -> None:
+    """List recent agentic runs (append-only records under $CORPUS_HOME/runs)."""
+    from query_service.records import read_runs
+
+    settings = _settings()
+    table = read_runs(settings.home / "runs", namespace)
+    rows = [r for r in table.to_pylist() if r["record_type"] == "run"]
+    rows.sort(key=lambda r: r["created_at"], reverse=True)
+    out = Table(title=f"{len(rows)} runs")
+    for col in ("created_at", "run_id", "query", "tokens", "latency ms", "outcome"):
+        out.add_column(col, overflow="fold")
+    for r in rows[:limit]:
+        query = json.loads(r["inputs"]).get("query", "")
+        outcome = json.loads(r["outputs"]).get("stop_reason", "")
+        out.add_row(
+            str(r["created_at"])[:19],
+            r["run_id"],
+            query[:60],
+            str(r["tokens"]),
+            f"{r['latency_ms']:.0f}",
+            outcome,
+        )
+    console.print(out)
+
+
+def _register_service_commands() -> None:
+    from query_service.commands import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_register_service_commands()

@@ -289,3 +289,19 @@ def test_a_new_revision_is_swapped_in_during_a_stream_of_queries(tmp_path):
         assert content == (
             "The marker word is alpha." if rev == 1 else "The marker word is omega."
         ), "no mixed revision"
+
+
+def test_agentic_mode_returns_cited_evidence_within_the_budget(service):
+    from corpus_pipeline.enrich.tokens import count_tokens
+
+    response = client(service).post(
+        "/v1/search", json={"mode": "agentic", "query": "What do tufted ducks dive for?", "token_budget": 2000}
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["mode"] == "agentic" and body["answer_text"] == ""
+    assert "mussels" in body["evidence_text"] and "# ducks.md" in body["evidence_text"]
+    assert body["results"][0]["agent_score"] > 0 and body["plan"][0]["status"] == "done"
+    assert count_tokens(response.text) <= 2000 and body["budget"]["used"] <= 2000
+    small = client(service).post("/v1/search", json={"mode": "agentic", "query": "x", "token_budget": 5})
+    assert small.status_code == 422 and small.json()["field"] == "token_budget"

@@ -72,12 +72,12 @@ class Unauthorized(Exception):
     pass
 
 
-def get_service(request: Request) -> QueryService:
+async def get_service(request: Request) -> QueryService:
     service: QueryService = request.app.state.service
     return service
 
 
-def get_principal(
+async def get_principal(
     request: Request,
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
@@ -85,7 +85,7 @@ def get_principal(
     key = x_api_key
     if authorization and authorization.lower().startswith("bearer "):
         key = authorization[7:].strip()
-    principal = get_service(request).keys.principal_for(key)
+    principal = (await get_service(request)).keys.principal_for(key)
     if principal is None:
         raise Unauthorized()
     return principal
@@ -229,8 +229,7 @@ def create_app(
     )
     async def search(request: SearchBody, svc: ServiceDep, principal: PrincipalDep) -> Response:
         _require_unicode(request)
-        body = await run_blocking(svc, svc.search, principal, request)
-        revision = svc.revision(principal, request.namespace).number
+        body, revision = await run_blocking(svc, svc.search_with_revision, principal, request)
         return Response(
             content=body,
             media_type="application/json",

@@ -15,10 +15,14 @@ from query_service.server import UnsafeBinding, serve, serve_stdio
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
-def serve_command(host: str, port: int) -> None:
+@click.option(
+    "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Server processes."
+)
+@click.option("--access-log/--no-access-log", default=False, show_default=True)
+def serve_command(host: str, port: int, workers: int, access_log: bool) -> None:
     """Serve the published corpus over HTTP (/v1, /docs) and MCP (/mcp)."""
     try:
-        serve(ServiceSettings(), host, port)
+        serve(ServiceSettings(), host, port, workers, access_log)
     except UnsafeBinding as exc:
         raise click.UsageError(str(exc)) from exc
 

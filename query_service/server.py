@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
+from typing import Any
 
 from query_service.auth import KeyRing, Principal
 from query_service.config import ServiceSettings
@@ -37,15 +39,34 @@ def check_binding(settings: ServiceSettings, host: str) -> str:
     return "no API keys configured: serving on loopback only, every namespace readable by the local user"
 
 
-def serve(settings: ServiceSettings, host: str, port: int) -> None:
-    import uvicorn
-
+def create_default_app() -> Any:
+    """App factory for uvicorn worker processes (settings from the environment)."""
     from query_service.app import create_app
+
+    return create_app(ServiceSettings())
+
+
+def serve(
+    settings: ServiceSettings, host: str, port: int, workers: int = 1, access_log: bool = False
+) -> None:
+    """Run uvicorn. One process serves about one core of search work; `workers` > 1 starts
+    several processes (each loads the snapshot; MCP sessions then need a sticky client).
+    The per-request access log is off by default: it costs ~1 ms on the event loop."""
+    import uvicorn
 
     notice = check_binding(settings, host)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     log.info(notice)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    os.environ["CORPUS_HOME"] = str(settings.home)
+    uvicorn.run(
+        "query_service.server:create_default_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        access_log=access_log,
+    )
 
 
 def serve_stdio(settings: ServiceSettings, api_key: str | None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.api import (
     DocumentDetail,
     DocumentList,
@@ -23,10 +24,13 @@ from corpus_pipeline.contracts.api import (
 )
 from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
 from query_service import store
+from query_service.agentic import agentic_search
 from query_service.auth import KeyRing, Principal
 from query_service.cache import AnswerCache, CacheKey
 from query_service.classic import classic_search
 from query_service.config import ServiceSettings
+from query_service.planner import make_planner
+from query_service.records import RunRecorder
 from query_service.revision import NamespaceNotFound, Revision
 from query_service.snapshots import SnapshotManager
 from query_service.stats import AccessStats
@@ -44,6 +48,7 @@ class QueryService:
         self.executor = ThreadPoolExecutor(
             max_workers=settings.service_workers, thread_name_prefix="query"
         )
+        self._planner, self._model_tokens = make_planner(settings)
 
     def start(self) -> None:
         self.snapshots.start()
@@ -62,23 +67,39 @@ class QueryService:
             raise NamespaceNotFound(namespace)
         return self.snapshots.current(namespace)
 
-    def search(self, principal: Principal, request: SearchRequest) -> bytes:
+    def search(self, principal: Principal, request: SearchRequest | AgenticRequest) -> bytes:
         """The JSON answer (cached by principal, namespace, revision and the whole request)."""
+        return self.search_with_revision(principal, request)[0]
+
+    def search_with_revision(
+        self, principal: Principal, request: SearchRequest | AgenticRequest
+    ) -> tuple[bytes, int]:
+        """The answer and the revision it was computed on (one snapshot for both)."""
         revision = self.revision(principal, request.namespace)
         key = CacheKey(
-            principal.name, request.namespace, revision.number, "search", request.model_dump_json()
+            principal.name,
+            request.namespace,
+            revision.number,
+            request.mode,
+            request.model_dump_json(),
         )
         cached = self.cache.get(key)
         if cached is not None:
-            return cached
-        response = classic_search(revision, request)
-        response = self._apply_prior(response)
-        body = response.model_dump_json().encode()
+            return cached, revision.number
+        hits: list[tuple[str, str]]
+        if isinstance(request, AgenticRequest):
+            recorder = RunRecorder(self.settings.home / "runs", request.namespace)
+            answer = agentic_search(revision, request, self._planner, recorder, self._model_tokens)
+            recorder.write()
+            hits = [(r.chunk_id, r.document_id) for r in answer.results]
+            body = answer.model_dump_json().encode()
+        else:
+            response = self._apply_prior(classic_search(revision, request))
+            hits = [(r.chunk_id, r.document_id) for r in response.results]
+            body = response.model_dump_json().encode()
         self.cache.put(key, body)
-        self.stats.record(
-            request.namespace, [(r.chunk_id, r.document_id) for r in response.results]
-        )
-        return body
+        self.stats.record(request.namespace, hits)
+        return body, revision.number
 
     def _apply_prior(self, response: SearchResponse) -> SearchResponse:
         weight = self.settings.access_prior_weight
