@@ -267,14 +267,32 @@ def test_the_llm_planner_runs_through_the_real_client_and_counts_its_tokens(corp
 
     from .openai_server import completion, openai_server
 
-    plan_json = json.dumps({"steps": [{"id": "s1", "query": "tufted ducks dive"}, {"id": "s2", "query": "geese migrate"}]})
+    plan_json = json.dumps(
+        {
+            "steps": [
+                {"id": "s1", "query": "tufted ducks dive"},
+                {"id": "s2", "query": "geese migrate"},
+            ]
+        }
+    )
     with openai_server(lambda body: (200, completion(plan_json))) as server:
-        settings = ServiceSettings(home=corpus[0].home, planner_model="planner-mini", llm_base_url=server.base_url,
-                                   llm_api_keys="k1,k2")
+        settings = ServiceSettings(
+            home=corpus[0].home,
+            planner_model="planner-mini",
+            llm_base_url=server.base_url,
+            llm_api_keys="k1,k2",
+        )
         planner, model_tokens = make_planner(settings)
-        response = agentic_search(corpus[1], AgenticRequest(mode="agentic", query="ducks and geese", token_budget=8000),
-                                  planner, model_tokens=model_tokens)
-    assert response.planner == "llm" and [p.query for p in response.plan] == ["tufted ducks dive", "geese migrate"]
+        response = agentic_search(
+            corpus[1],
+            AgenticRequest(mode="agentic", query="ducks and geese", token_budget=8000),
+            planner,
+            model_tokens=model_tokens,
+        )
+    assert response.planner == "llm" and [p.query for p in response.plan] == [
+        "tufted ducks dive",
+        "geese migrate",
+    ]
     assert response.budget.model_tokens > 0
     assert response.budget.used <= 8000
     assert "json" in server.requests[0]["messages"][0]["content"].lower()

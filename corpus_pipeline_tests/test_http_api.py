@@ -295,7 +295,8 @@ def test_agentic_mode_returns_cited_evidence_within_the_budget(service):
     from corpus_pipeline.enrich.tokens import count_tokens
 
     response = client(service).post(
-        "/v1/search", json={"mode": "agentic", "query": "What do tufted ducks dive for?", "token_budget": 2000}
+        "/v1/search",
+        json={"mode": "agentic", "query": "What do tufted ducks dive for?", "token_budget": 2000},
     )
     assert response.status_code == 200
     body = response.json()
@@ -303,5 +304,7 @@ def test_agentic_mode_returns_cited_evidence_within_the_budget(service):
     assert "mussels" in body["evidence_text"] and "# ducks.md" in body["evidence_text"]
     assert body["results"][0]["agent_score"] > 0 and body["plan"][0]["status"] == "done"
     assert count_tokens(response.text) <= 2000 and body["budget"]["used"] <= 2000
-    small = client(service).post("/v1/search", json={"mode": "agentic", "query": "x", "token_budget": 5})
+    small = client(service).post(
+        "/v1/search", json={"mode": "agentic", "query": "x", "token_budget": 5}
+    )
     assert small.status_code == 422 and small.json()["field"] == "token_budget"

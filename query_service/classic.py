@@ -42,6 +42,7 @@ _FILTER_FIELDS = {
 }
 _CONTENT_WORDS_ONLY = {"path", "term"}
 UBIQUITOUS_SHARE = 0.5
+PATH_MIN_SHARE = 0.35
 MIN_DEPTH = 50
 
 DocKey = tuple[int, int]
@@ -79,22 +80,25 @@ def informative_terms(
     return [t for t in terms if searcher.doc_freq(field, t) < UBIQUITOUS_SHARE * total]
 
 
-def path_query(searcher: tantivy.Searcher, terms: Sequence[str], total: int) -> tantivy.Query:
+def path_query(
+    searcher: tantivy.Searcher, terms: Sequence[str], total: int
+) -> tuple[tantivy.Query, float]:
     """The path channel scores a chunk by the summed IDF of the query terms its file name and
     section path contain — no length normalisation: a deep section path is no worse a match
-    than a shallow one, and chunks matching the same title words tie (and share a rank)."""
+    than a shallow one, and chunks matching the same title words tie (and share a rank).
+    Returns the query and the summed IDF of all its terms (the score of a full match)."""
     schema = ch.schema()
     clauses = []
+    full = 0.0
     for term in terms:
         df = searcher.doc_freq(ch.F_PATH, term)
+        idf = round(math.log(1 + (total - df + 0.5) / (df + 0.5)), 4)
+        full += idf
         if df == 0:
             continue
-        idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
         query = tantivy.Query.term_query(schema, ch.F_PATH, term)
-        clauses.append(
-            (tantivy.Occur.Should, tantivy.Query.const_score_query(query, round(idf, 4)))
-        )
-    return tantivy.Query.boolean_query(clauses)
+        clauses.append((tantivy.Occur.Should, tantivy.Query.const_score_query(query, idf)))
+    return tantivy.Query.boolean_query(clauses), full
 
 
 def channel_query(
@@ -274,15 +278,27 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             for channel, channel_terms in terms.items():
                 if not channel_terms:
                     continue
+                min_score = 0.0
                 if channel == "path":
-                    query = path_query(searcher, channel_terms, total)
+                    query, full = path_query(searcher, channel_terms, total)
+                    min_score = PATH_MIN_SHARE * full
                     if type_filter is not None:
                         query = tantivy.Query.boolean_query(
-                            [(tantivy.Occur.Must, query), (tantivy.Occur.Must, type_filter)]
+                            [
+                                (tantivy.Occur.Must, query),
+                                (
+                                    tantivy.Occur.Must,
+                                    tantivy.Query.const_score_query(type_filter, 0.0),
+                                ),
+                            ]
                         )
                 else:
                     query = channel_query(channel, channel_terms, type_filter)
                 hits = searcher.search(query, depth, count=False).hits
+                if min_score:
+                    # A title that matches only a small share of the query ("word" of "Which Latin
+                    # professor looked up the word …") says nothing about where the answer is.
+                    hits = [h for h in hits if h[0] >= min_score - 1e-6]
                 exhausted &= len(hits) < depth
                 keys = []
                 for _, address in hits:
