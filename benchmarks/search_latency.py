@@ -338,7 +338,7 @@ def channel_queries(
         if not terms:
             continue
         if channel == "path":
-            query = path_query(revision.searcher, terms, revision.pointer.chunks)
+            query, _full = path_query(revision.searcher, terms, revision.pointer.chunks)
         else:
             query = channel_query(channel, terms, None)
         out.append((channel, query))
