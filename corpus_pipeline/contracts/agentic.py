@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from corpus_pipeline.contracts.artifacts import ChunkType
-from corpus_pipeline.contracts.search import Location, Resource, SearchFilters
+from corpus_pipeline.contracts.search import (
+    ChunkTypes,
+    Location,
+    QueryText,
+    Resource,
+    SearchFilters,
+)
 
 MAX_PLAN_STEPS = 8
 
@@ -33,7 +39,7 @@ class Plan(_Model):
 
 class AgenticRequest(_Model):
     mode: Literal["agentic"]
-    query: str = Field(min_length=1, max_length=4096)
+    query: QueryText
     namespace: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     token_budget: int = Field(
         default=8000, ge=512, le=200_000, description="Hard cap on the response, in o200k tokens."
@@ -41,7 +47,7 @@ class AgenticRequest(_Model):
     top_k: int = Field(
         default=10, ge=1, le=100, description="Results to list (evidence may cover fewer)."
     )
-    chunk_types: list[ChunkType] = Field(default_factory=lambda: list(ChunkType))
+    chunk_types: ChunkTypes = Field(default_factory=lambda: list(ChunkType))
     exclude_document_ids: list[str] = Field(default_factory=list, max_length=1000)
     exclude_section_paths: list[list[str]] = Field(default_factory=list, max_length=1000)
     filters: SearchFilters = Field(default_factory=SearchFilters)
@@ -49,20 +55,6 @@ class AgenticRequest(_Model):
         default=2, ge=0, le=5, description="Section-tree hops from discovered sections."
     )
     max_breadth: int = Field(default=4, ge=1, le=20, description="Sections opened per step.")
-
-    @field_validator("query")
-    @classmethod
-    def _query_has_text(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("query must contain text")
-        return value
-
-    @field_validator("chunk_types")
-    @classmethod
-    def _types_not_empty(cls, value: list[ChunkType]) -> list[ChunkType]:
-        if not value:
-            raise ValueError("chunk_types must not be empty")
-        return value
 
 
 class AgenticResult(_Model):

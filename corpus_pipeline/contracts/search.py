@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from datetime import date, datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from corpus_pipeline.contracts.artifacts import ChunkType
 
@@ -35,6 +35,20 @@ class RevisionPointer(_Model):
     chunks: int = Field(ge=0, description="Unique chunks (after cross-document dedupe).")
 
 
+def _query_has_text(value: str) -> str:
+    if not value.strip():
+        raise ValueError("query must contain text")
+    return value
+
+
+def _types_not_empty(value: list[ChunkType]) -> list[ChunkType]:
+    if not value:
+        raise ValueError("chunk_types must not be empty")
+    return value
+
+
+QueryText = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_query_has_text)]
+ChunkTypes = Annotated[list[ChunkType], AfterValidator(_types_not_empty)]
 _FilterList = list[str] | None
 
 
@@ -83,10 +97,10 @@ class SearchFilters(_Model):
 
 class SearchRequest(_Model):
     mode: Literal["classic"] = Field(default="classic", description="Retrieval mode.")
-    query: str = Field(min_length=1, max_length=4096)
+    query: QueryText
     namespace: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     top_k: int = Field(default=10, ge=1, le=200)
-    chunk_types: list[ChunkType] = Field(default_factory=lambda: list(ChunkType))
+    chunk_types: ChunkTypes = Field(default_factory=lambda: list(ChunkType))
     exclude_document_ids: list[str] = Field(default_factory=list, max_length=1000)
     exclude_section_paths: list[list[str]] = Field(
         default_factory=list,
@@ -97,20 +111,6 @@ class SearchRequest(_Model):
     weights: dict[str, float] | None = Field(
         default=None, description="Channel weights; default path 1, content 2, term 1.5."
     )
-
-    @field_validator("query")
-    @classmethod
-    def _query_has_text(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("query must contain text")
-        return value
-
-    @field_validator("chunk_types")
-    @classmethod
-    def _types_not_empty(cls, value: list[ChunkType]) -> list[ChunkType]:
-        if not value:
-            raise ValueError("chunk_types must not be empty")
-        return value
 
     @field_validator("weights")
     @classmethod

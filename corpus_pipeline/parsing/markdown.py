@@ -23,7 +23,7 @@ from corpus_pipeline.parsing.html import (
     emit_pending_image,
 )
 from corpus_pipeline.parsing.tables import GridBuilder, TableGrid
-from corpus_pipeline.parsing.text import decode_bytes, line_range
+from corpus_pipeline.parsing.text import line_range, read_source_text
 
 _BR = re.compile(r"^<br\s*/?>$", re.IGNORECASE)
 
@@ -39,16 +39,8 @@ def _markdown() -> MarkdownIt:
 
 def parse_markdown(ctx: ParseContext) -> None:
     """Emit headings, paragraphs, list items, code, tables and images of a Markdown file."""
-    try:
-        data = ctx.source_path.read_bytes()
-    except OSError as exc:
-        ctx.diagnostics.add("parse", "document.unreadable", type(exc).__name__, level="error")
-        return
-    text = decode_bytes(data, ctx.diagnostics)
+    text = read_source_text(ctx, "Markdown")
     if text is None:
-        return
-    if not text.strip():
-        ctx.diagnostics.add("parse", "document.empty", "no Markdown to parse", level="error")
         return
     tree = SyntaxTreeNode(_markdown().parse(text))
     before = len(ctx.rows)

@@ -114,18 +114,24 @@ class _Line:
     text: str
 
 
-def parse_text(ctx: ParseContext) -> None:
-    """Emit headings, paragraphs and list items of a plain-text file in reading order."""
+def read_source_text(ctx: ParseContext, what: str) -> str | None:
+    """The decoded source, or None with a diagnostic when it is unreadable, binary or empty."""
     try:
         data = ctx.source_path.read_bytes()
     except OSError as exc:
         ctx.diagnostics.add("parse", "document.unreadable", type(exc).__name__, level="error")
-        return
+        return None
     text = decode_bytes(data, ctx.diagnostics)
+    if text is not None and not text.strip():
+        ctx.diagnostics.add("parse", "document.empty", f"no {what} to parse", level="error")
+        return None
+    return text
+
+
+def parse_text(ctx: ParseContext) -> None:
+    """Emit headings, paragraphs and list items of a plain-text file in reading order."""
+    text = read_source_text(ctx, "text")
     if text is None:
-        return
-    if not text.strip():
-        ctx.diagnostics.add("parse", "document.empty", "no text to parse", level="error")
         return
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for block in _blocks([_Line(i + 1, line.rstrip()) for i, line in enumerate(lines)]):

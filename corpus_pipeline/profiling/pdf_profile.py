@@ -20,7 +20,7 @@ import pymupdf
 from corpus_pipeline.contracts import PdfPageFacts, PdfProfile, PdfTocEntry
 from corpus_pipeline.contracts.profile import PdfCategory
 from corpus_pipeline.errors import CorruptDocumentError, PasswordRequiredError, WrongPasswordError
-from corpus_pipeline.parsing.pdf.layout import gutters, page_blocks
+from corpus_pipeline.parsing.pdf.layout import gutters, image_coverage, page_blocks
 from corpus_pipeline.settings import CorpusSettings
 
 # PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
@@ -104,14 +104,6 @@ def _page_facts(page: Page, number: int) -> tuple[PdfPageFacts, Counter[str], Co
             max_size = max(max_size, ln.size)
             texts.append(ln.text)
     rect = page.rect
-    area = max(rect.width * rect.height, 1.0)
-    covered = 0.0
-    try:
-        for info in page.get_image_info():
-            box = _mupdf.Rect(info["bbox"]) & rect
-            covered += max(box.width, 0) * max(box.height, 0)
-    except (RuntimeError, ValueError):
-        covered = 0.0
     columns = len(gutters(blocks, rect.width)) + 1 if chars else 1
     facts = PdfPageFacts(
         page=number,
@@ -120,7 +112,7 @@ def _page_facts(page: Page, number: int) -> tuple[PdfPageFacts, Counter[str], Co
         chars=chars,
         lines=lines,
         max_font_size=max_size,
-        image_coverage=round(min(covered / area, 1.0), 3),
+        image_coverage=round(image_coverage(page), 3),
         columns=columns,
         table_likely=_table_likely(page),
     )

@@ -41,6 +41,7 @@ from corpus_pipeline.parsing.pdf.layout import (
     Line,
     band_keys,
     gutters,
+    image_coverage,
     page_blocks,
     reading_order,
     repeated_keys,
@@ -239,7 +240,7 @@ class _Reader:
         blocks = page_blocks(page, number)
         p = _Page(number, page.rect.width, page.rect.height, blocks)
         chars = sum(len(ln.text) for b in blocks for ln in b.lines)
-        if chars < _SCAN_CHARS and (self.category == "scan" or _image_coverage(page) >= 0.5):
+        if chars < _SCAN_CHARS and (self.category == "scan" or image_coverage(page) >= 0.5):
             if tesseract_version() is None:
                 self._warn_ocr()
             else:
@@ -602,16 +603,3 @@ def _inside(inner: BBox, outer: Any) -> bool:
     ox0, oy0, ox1, oy1 = _box(outer)
     cx, cy = (inner[0] + inner[2]) / 2, (inner[1] + inner[3]) / 2
     return ox0 <= cx <= ox1 and oy0 <= cy <= oy1
-
-
-def _image_coverage(page: Page) -> float:
-    rect = page.rect
-    area = max(rect.width * rect.height, 1.0)
-    covered = 0.0
-    try:
-        for info in page.get_image_info():
-            box = _mupdf.Rect(info["bbox"]) & rect
-            covered += max(box.width, 0) * max(box.height, 0)
-    except (RuntimeError, ValueError):
-        return 0.0
-    return float(covered / area)

@@ -27,6 +27,22 @@ TEXT_FLAGS = (
 BAND = 0.08  # top/bottom share of the page where running headers and footers live
 
 BBox = tuple[float, float, float, float]
+
+
+def image_coverage(page: Any) -> float:
+    """Share of the page area covered by placed images (0..1); the scan/atlas evidence."""
+    rect = page.rect
+    area = max(rect.width * rect.height, 1.0)
+    covered = 0.0
+    try:
+        for info in page.get_image_info():
+            box = _mupdf.Rect(info["bbox"]) & rect
+            covered += max(box.width, 0) * max(box.height, 0)
+    except (RuntimeError, ValueError):
+        return 0.0
+    return float(min(covered / area, 1.0))
+
+
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|,b$|-b$", re.I)
 _ITALIC_NAME = re.compile(r"italic|oblique|,i$|-i$", re.I)
 
