@@ -24,6 +24,13 @@ def test_env_example_lists_every_setting():
     assert expected <= _documented(), sorted(expected - _documented())
 
 
+def test_env_example_lists_every_query_service_setting():
+    from query_service.config import ServiceSettings
+
+    expected = {f"CORPUS_{name.upper()}" for name in ServiceSettings.model_fields}
+    assert expected <= _documented(), sorted(expected - _documented())
+
+
 def test_corpus_home_roots_every_runtime_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("CORPUS_HOME", str(tmp_path / "elsewhere"))
     monkeypatch.delenv("CORPUS_OBJECT_STORE_URL", raising=False)
