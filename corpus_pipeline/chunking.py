@@ -8,6 +8,7 @@ Markers are planned as edits over the plain text and applied in reverse order (`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -194,18 +195,15 @@ def _text_drafts(pieces: list[_Piece], path: list[str], options: ChunkingOptions
 
 
 def _split_long(pieces: list[_Piece], options: ChunkingOptions) -> list[_Piece]:
-    """Split text pieces over the limit at sentence, then word boundaries."""
+    """Split text pieces over the limit at sentence, then word boundaries. Parts are spans of
+    the original text (whitespace kept as written), so link offsets carry over exactly."""
     out: list[_Piece] = []
     for piece in pieces:
         if isinstance(piece, _EmbedPiece) or piece.tokens <= options.max_tokens:
             out.append(piece)
             continue
-        parts = _bounded_parts(piece.text, options)
-        offset = 0
-        for part in parts:
-            start = piece.text.index(part, offset)
-            end = start + len(part)
-            offset = end
+        for start, end in _bounded_spans(piece.text, options):
+            part = piece.text[start:end]
             links = [
                 LinkSpan(start=lk.start - start, end=lk.end - start, target=lk.target)
                 for lk in piece.links
@@ -215,41 +213,62 @@ def _split_long(pieces: list[_Piece], options: ChunkingOptions) -> list[_Piece]:
     return out
 
 
-def _bounded_parts(text: str, options: ChunkingOptions) -> list[str]:
-    parts: list[str] = []
-    current = ""
-    for sentence in split_sentences(text, options.language):
-        sentence = sentence.strip()
-        if count_tokens(sentence) > options.max_tokens:
+def _sentence_spans(text: str, language: str | None) -> list[tuple[int, int]]:
+    """(start, end) of each sentence in `text`, located in order (robust to any cleaning)."""
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for sentence in split_sentences(text, language):
+        core = sentence.strip()
+        if not core:
+            continue
+        start = text.find(core, offset)
+        if start < 0:
+            # The segmenter altered the text: keep the rest as one span (word windows split it).
+            rest = len(text) - len(text[offset:].lstrip())
+            spans.append((rest, len(text.rstrip())))
+            return spans
+        spans.append((start, start + len(core)))
+        offset = start + len(core)
+    return spans
+
+
+def _bounded_spans(text: str, options: ChunkingOptions) -> list[tuple[int, int]]:
+    parts: list[tuple[int, int]] = []
+    current: tuple[int, int] | None = None
+    for start, end in _sentence_spans(text, options.language):
+        if count_tokens(text[start:end]) > options.max_tokens:
             if current:
                 parts.append(current)
-                current = ""
-            parts.extend(_word_windows(sentence, options.max_tokens))
+                current = None
+            parts.extend(_word_windows(text, start, end, options.max_tokens))
             continue
-        candidate = f"{current} {sentence}".strip()
-        if current and count_tokens(candidate) > options.max_tokens:
+        if current and count_tokens(text[current[0] : end]) > options.max_tokens:
             parts.append(current)
-            current = sentence
+            current = (start, end)
         else:
-            current = candidate
+            current = (current[0], end) if current else (start, end)
     if current:
         parts.append(current)
-    return [p for p in parts if p]
+    return parts
 
 
-def _word_windows(sentence: str, max_tokens: int) -> list[str]:
-    windows: list[str] = []
-    words: list[str] = []
+def _word_windows(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int]]:
+    windows: list[tuple[int, int]] = []
+    first: int | None = None
+    last = start
     used = 0
-    for word in sentence.split(" "):
-        cost = count_tokens(word + " ")
-        if words and used + cost > max_tokens:
-            windows.append(" ".join(words))
-            words, used = [], 0
-        words.append(word)
+    for match in re.finditer(r"\S+", text[start:end]):
+        w_start, w_end = start + match.start(), start + match.end()
+        cost = count_tokens(match.group(0) + " ")
+        if first is not None and used + cost > max_tokens:
+            windows.append((first, last))
+            first, used = None, 0
+        if first is None:
+            first = w_start
+        last = w_end
         used += cost
-    if words:
-        windows.append(" ".join(words))
+    if first is not None:
+        windows.append((first, last))
     return windows
 
 

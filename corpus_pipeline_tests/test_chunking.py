@@ -205,3 +205,18 @@ def test_chunking_is_deterministic():
         ]
 
     assert run() == run()
+
+
+def test_splitting_keeps_the_text_as_written_between_sentences():
+    text = "  ".join(f"Sentence {i} about ducks.\n  It has a second line." for i in range(30))
+    chunks = Rows().add(RowType.PARAGRAPH, text).build().chunks
+    assert len(chunks) > 1
+    assert all(c.content in text for c in chunks)
+    assert all(c.metadata.tokens <= OPTIONS.max_tokens for c in chunks)
+
+
+def test_an_overlong_sentence_is_cut_into_word_windows():
+    sentence = " ".join(f"word{i}" for i in range(400)) + "."
+    chunks = Rows().add(RowType.PARAGRAPH, sentence).build().chunks
+    assert len(chunks) > 2
+    assert " ".join(c.content for c in chunks).split() == sentence.split()
