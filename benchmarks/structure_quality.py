@@ -17,6 +17,7 @@ from pathlib import Path
 from corpus_pipeline.errors import CorpusError
 from corpus_pipeline.hierarchy import assign_hierarchy
 from corpus_pipeline.pipeline import parse_rows, run_profile
+from corpus_pipeline.secrets import document_password
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
@@ -25,12 +26,21 @@ DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
 def parse_corpus(corpus: Path, out: Path) -> dict[str, str]:
     """Parse every document; returns doc → status ('ok' or the refusal message)."""
     status: dict[str, str] = {}
+    # Encrypted sample PDFs carry their password in the corpus manifest.
+    manifest = [
+        json.loads(line)
+        for line in (corpus / "manifest.jsonl").open(encoding="utf-8")
+        if line.strip()
+    ]
+    passwords = {m["doc"]: m["password"] for m in manifest if m.get("password")}
     with out.open("w", encoding="utf-8") as fh, tempfile.TemporaryDirectory() as tmp:
         for doc in sorted((corpus / "docs").iterdir()):
             work = Path(tmp) / doc.name
+            password = passwords.get(doc.name)
             try:
-                profile = run_profile(doc, doc.name)
-                ctx = parse_rows(doc, doc.name, profile, work)
+                with document_password(doc.name, password):
+                    profile = run_profile(doc, doc.name, document_id=doc.name)
+                ctx = parse_rows(doc, doc.name, profile, work, password=password)
             except CorpusError as exc:
                 status[doc.name] = str(exc).split(":")[0]
                 continue
