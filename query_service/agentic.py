@@ -422,12 +422,10 @@ def agentic_search(
                 seen_layer.add(item.result.chunk_id)
                 cost = tokens_of(item.text) + _result_cost(item.result) + 24
                 available += cost
-                if exhausted:
-                    continue
                 try:
                     held = budget.reserve(cost)
                 except BudgetExhausted:
-                    exhausted = True
+                    exhausted = True  # this one does not fit; smaller evidence still may
                     continue
                 budget.commit(held, cost, item.step_id)
                 admitted.append(item)
