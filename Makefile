@@ -71,8 +71,9 @@ bench: setup
 	$(BIN)/python -m benchmarks.structure_quality
 	$(BIN)/python -m benchmarks.search_quality
 	$(BIN)/python -m benchmarks.search_latency $(BENCH_ARGS)
-	@if [ -f benchmarks/pdf_quality.py ]; then $(BIN)/python -m benchmarks.pdf_quality; fi
-	@if [ -f benchmarks/http_latency.py ]; then $(BIN)/python -m benchmarks.http_latency; fi
+	$(BIN)/python -m benchmarks.pdf_quality
+	$(BIN)/python -m benchmarks.http_latency
+	$(BIN)/python -m benchmarks.agentic_quality
 
 clean:
 	rm -rf data/runtime .pytest_cache .mypy_cache .ruff_cache
