@@ -396,7 +396,7 @@ def _agentic_search(
     from corpus_pipeline.contracts.agentic import AgenticRequest
     from query_service.agentic import BudgetTooSmall, agentic_search
     from query_service.config import ServiceSettings
-    from query_service.planner import make_planner
+    from query_service.planner import make_navigator, make_planner
     from query_service.records import RunRecorder
     from query_service.revision import NamespaceNotFound, open_revision
 
@@ -421,7 +421,8 @@ def _agentic_search(
     planner, model_tokens = make_planner(ServiceSettings(home=settings.home))
     recorder = RunRecorder(settings.home / "runs", request.namespace)
     try:
-        response = agentic_search(revision, request, planner, recorder, model_tokens)
+        navigator = make_navigator(ServiceSettings(home=settings.home))
+        response = agentic_search(revision, request, planner, recorder, model_tokens, navigator)
     except BudgetTooSmall as exc:
         raise click.UsageError(f"budget: {exc}") from exc
     recorder.write()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -14,7 +15,7 @@ from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, P
 from corpus_pipeline.enrich.tokens import count_tokens
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import load_settings
-from query_service.agentic import BudgetTooSmall, agentic_search
+from query_service.agentic import BudgetTooSmall, Navigator, agentic_search
 from query_service.planner import InvalidPlan, LLMPlanner, RulePlanner, layers, validate_plan
 from query_service.records import RunRecorder, read_runs
 from query_service.revision import open_revision
@@ -296,3 +297,67 @@ def test_the_llm_planner_runs_through_the_real_client_and_counts_its_tokens(corp
     assert response.budget.model_tokens > 0
     assert response.budget.used <= 8000
     assert "json" in server.requests[0]["messages"][0]["content"].lower()
+
+
+def test_with_a_model_the_navigator_chooses_among_outlines_within_the_budget(corpus):
+    from query_service.config import ServiceSettings
+    from query_service.planner import make_navigator
+
+    def reply(body: dict[str, Any]) -> tuple[int, str]:
+        prompt = body["messages"][0]["content"]
+        lines = [line for line in prompt.splitlines() if line[:1].isdigit()]
+        wanted = next(int(line.split(".", 1)[0]) for line in lines if "Mallard moult" in line)
+        return 200, completion(json.dumps({"open": [wanted]}))
+
+    from .openai_server import completion, openai_server
+
+    with openai_server(reply) as server:
+        settings = ServiceSettings(
+            home=corpus[0].home,
+            navigator_model="nav-mini",
+            llm_base_url=server.base_url,
+            llm_api_keys="k1",
+        )
+        navigator = make_navigator(settings)
+        response = agentic_search(
+            corpus[1],
+            AgenticRequest(mode="agentic", query="mallards ducks", token_budget=8000),
+            RulePlanner(),
+            navigator=navigator,
+        )
+    assert server.requests, "the model was asked"
+    assert "Sections:" in server.requests[0]["messages"][0]["content"]
+    assert {tuple(r.section_path) for r in response.results} == {
+        ("Ducks", "Dabbling ducks", "Mallard moult")
+    }
+    assert response.budget.model_tokens > 0
+    assert count_tokens(response.model_dump_json()) + response.budget.model_tokens <= 8000
+
+
+def test_a_failing_navigator_model_keeps_the_deterministic_choice(corpus):
+    from query_service.config import ServiceSettings
+    from query_service.planner import make_navigator
+
+    from .openai_server import openai_server
+
+    with openai_server(lambda body: (500, '{"error": {"message": "down"}}')) as server:
+        navigator = make_navigator(
+            ServiceSettings(
+                home=corpus[0].home,
+                navigator_model="nav-mini",
+                llm_base_url=server.base_url,
+                llm_api_keys="k1",
+            )
+        )
+        with_model = ask_with(corpus, "Where do mallards hide when they moult?", navigator)
+    without = ask(corpus, "Where do mallards hide when they moult?", token_budget=8000)
+    assert [r.chunk_id for r in with_model.results] == [r.chunk_id for r in without.results]
+
+
+def ask_with(corpus, query: str, navigator: Navigator | None) -> AgenticResponse:
+    return agentic_search(
+        corpus[1],
+        AgenticRequest(mode="agentic", query=query, token_budget=8000),
+        RulePlanner(),
+        navigator=navigator,
+    )

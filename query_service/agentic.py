@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from corpus_pipeline.contracts import ChunkType
 from corpus_pipeline.contracts.agentic import (
@@ -155,8 +155,21 @@ def _excluded_path(path: Path_, request: AgenticRequest) -> bool:
     return any(list(path[: len(p)]) == p for p in request.exclude_section_paths if p)
 
 
+class Navigator(Protocol):
+    """Chooses which candidate sections to open, from their outlines (title + summary)."""
+
+    def choose(self, query: str, outlines: list[str], k: int) -> tuple[list[int] | None, int]:
+        """Indices of the sections to open (None = no opinion) and the model tokens spent."""
+        ...
+
+
 def _run_step(
-    revision: Revision, docs: _DocCache, request: AgenticRequest, step: PlanStep
+    revision: Revision,
+    docs: _DocCache,
+    request: AgenticRequest,
+    step: PlanStep,
+    navigator: Navigator | None = None,
+    budget: TokenBudget | None = None,
 ) -> StepOutcome:
     started = time.perf_counter()
     outcome = StepOutcome(step=step)
@@ -222,6 +235,8 @@ def _run_step(
         scored.append((round(score, 4), document_id, path))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     opened = [s for s in scored if s[0] > 0][: request.max_breadth]
+    if navigator is not None and budget is not None and len([s for s in scored if s[0] > 0]) > 1:
+        opened = _model_choice(navigator, budget, docs, step, scored, request.max_breadth) or opened
     opened_keys = {(d, p) for _, d, p in opened}
     for score, document_id, path in opened:
         section = docs.sections(document_id).get(path)
@@ -309,6 +324,40 @@ def _run_step(
     return outcome
 
 
+NAVIGATOR_RESERVE = 1500
+
+
+def _model_choice(
+    navigator: Navigator,
+    budget: TokenBudget,
+    docs: _DocCache,
+    step: PlanStep,
+    scored: list[tuple[float, str, Path_]],
+    k: int,
+) -> list[tuple[float, str, Path_]] | None:
+    """With a model: it picks among the outlines of the best candidates, within the budget
+    (reserve before the call, commit what it used); any failure keeps the deterministic choice."""
+    candidates = [s for s in scored if s[0] > 0][: 3 * k]
+    outlines = []
+    for _, document_id, path in candidates:
+        section = docs.sections(document_id).get(path)
+        summary = section["summary"] if section else ""
+        outlines.append(f"{' > '.join(path) or '(document start)'}: {summary}"[:300])
+    try:
+        held = budget.reserve(NAVIGATOR_RESERVE)
+    except BudgetExhausted:
+        return None
+    try:
+        chosen, used = navigator.choose(step.query, outlines, k)
+    except Exception:  # provider failures: the deterministic choice stands
+        chosen, used = None, 0
+    budget.commit(held, used, "navigator")
+    if not chosen:
+        return None
+    picked = [candidates[i] for i in dict.fromkeys(chosen) if 0 <= i < len(candidates)][:k]
+    return picked or None
+
+
 def render_evidence(evidence: list[Evidence], outlines: list[Outline]) -> str:
     """Evidence grouped by document (strongest document first), then by section in document
     order, with headings; unopened but relevant sections follow as outlines."""
@@ -348,6 +397,7 @@ def agentic_search(
     planner: Planner,
     recorder: RunRecorder | None = None,
     model_tokens: Callable[[], int] | None = None,
+    navigator: Navigator | None = None,
 ) -> AgenticResponse:
     started = time.perf_counter()
     budget = TokenBudget(request.token_budget)
@@ -397,7 +447,8 @@ def agentic_search(
                     statuses[step.id] = "skipped"
                 continue
             futures = {
-                step.id: pool.submit(_run_step, revision, docs, request, step) for step in layer
+                step.id: pool.submit(_run_step, revision, docs, request, step, navigator, budget)
+                for step in layer
             }
             for step in layer:
                 try:
@@ -474,6 +525,7 @@ def agentic_search(
         budget.commit(held, _result_cost(f) + 4, "fallback")
         kept_fallback.append(f)
     stop = "budget_exhausted" if exhausted else "completed"
+    model_used += budget.per_step.get("navigator", 0)
     response = _fit(
         request,
         revision,

@@ -32,6 +32,8 @@ class ServiceSettings(BaseSettings):
     stats_flush_seconds: float = Field(default=1.0, gt=0)
     # Agentic planner model (any OpenAI-compatible endpoint); empty = the rule-based planner.
     planner_model: str = ""
+    # Model that chooses which sections to open in agentic navigation; empty = deterministic scoring.
+    navigator_model: str = ""
     llm_base_url: str = ""
     llm_api_keys: SecretStr = Field(
         default=SecretStr(""), description="Comma-separated; rotated per rate limit."

@@ -209,3 +209,59 @@ def make_planner(settings: Any) -> tuple[Planner, Callable[[], int]]:
         return data, result.usage.total_tokens
 
     return LLMPlanner(complete_json, rule), lambda: used[0]
+
+
+NAVIGATE_PROMPT = """You help a retrieval system decide which document sections to open for a query.
+Choose at most {k} sections most likely to hold evidence. Reply in JSON: {{"open": [indices]}}.
+Query: {query}
+Sections:
+{lines}"""
+
+
+class LLMNavigator:
+    """Lets a chat model choose among section outlines (json mode)."""
+
+    def __init__(self, complete_json: Callable[[str], tuple[dict[str, Any], int]]) -> None:
+        self._complete_json = complete_json
+
+    def choose(self, query: str, outlines: list[str], k: int) -> tuple[list[int] | None, int]:
+        lines = "\n".join(f"{i}. {line}" for i, line in enumerate(outlines))
+        data, tokens = self._complete_json(NAVIGATE_PROMPT.format(k=k, query=query, lines=lines))
+        raw = data.get("open") if isinstance(data, dict) else None
+        if not isinstance(raw, list) or not all(isinstance(i, int) for i in raw):
+            return None, tokens
+        return [int(i) for i in raw], tokens
+
+
+def make_navigator(settings: Any) -> LLMNavigator | None:
+    """The model navigator when `navigator_model` is configured, else None (deterministic)."""
+    model = getattr(settings, "navigator_model", "")
+    if not model:
+        return None
+    from query_service.llm import LLMClient, LLMConfig, LLMError
+
+    client = LLMClient(
+        LLMConfig(
+            base_url=settings.llm_base_url,
+            model=model,
+            api_keys=[
+                k.strip() for k in settings.llm_api_keys.get_secret_value().split(",") if k.strip()
+            ]
+            or ["not-set"],
+            requests_per_minute=settings.llm_requests_per_minute,
+            timeout=settings.llm_timeout_seconds,
+        )
+    )
+
+    def complete_json(prompt: str) -> tuple[dict[str, Any], int]:
+        try:
+            data, result = client.complete_json(
+                [{"role": "user", "content": prompt}], max_tokens=256
+            )
+        except LLMError as exc:
+            if exc.result is not None:
+                return {}, exc.result.usage.total_tokens
+            raise
+        return data, result.usage.total_tokens
+
+    return LLMNavigator(complete_json)

@@ -29,7 +29,7 @@ from query_service.auth import KeyRing, Principal
 from query_service.cache import AnswerCache, CacheKey
 from query_service.classic import classic_search
 from query_service.config import ServiceSettings
-from query_service.planner import make_planner
+from query_service.planner import make_navigator, make_planner
 from query_service.records import RunRecorder
 from query_service.revision import NamespaceNotFound, Revision
 from query_service.snapshots import SnapshotManager
@@ -49,6 +49,7 @@ class QueryService:
             max_workers=settings.service_workers, thread_name_prefix="query"
         )
         self._planner, self._model_tokens = make_planner(settings)
+        self._navigator = make_navigator(settings)
 
     def start(self) -> None:
         self.snapshots.start()
@@ -89,7 +90,9 @@ class QueryService:
         hits: list[tuple[str, str]]
         if isinstance(request, AgenticRequest):
             recorder = RunRecorder(self.settings.home / "runs", request.namespace)
-            answer = agentic_search(revision, request, self._planner, recorder, self._model_tokens)
+            answer = agentic_search(
+                revision, request, self._planner, recorder, self._model_tokens, self._navigator
+            )
             recorder.write()
             hits = [(r.chunk_id, r.document_id) for r in answer.results]
             body = answer.model_dump_json().encode()
