@@ -174,26 +174,31 @@ class LLMPlanner:
         return plan.model_copy(update={"planner": f"rule (fallback: {self.last_error})"})
 
 
+def _client(settings: Any, model: str) -> Any:
+    """An LLM client for one role model on the shared endpoint and rotated keys."""
+    from query_service.llm import LLMClient, LLMConfig
+
+    keys = [k.strip() for k in settings.llm_api_keys.get_secret_value().split(",") if k.strip()]
+    return LLMClient(
+        LLMConfig(
+            base_url=settings.llm_base_url,
+            model=model,
+            api_keys=keys or ["not-set"],
+            requests_per_minute=settings.llm_requests_per_minute,
+            timeout=settings.llm_timeout_seconds,
+        )
+    )
+
+
 def make_planner(settings: Any) -> tuple[Planner, Callable[[], int]]:
     """(planner, model-token counter): rule-based unless a planner model is configured."""
     rule = RulePlanner()
     model = getattr(settings, "planner_model", "")
     if not model:
         return rule, lambda: 0
-    from query_service.llm import LLMClient, LLMConfig, LLMError
+    from query_service.llm import LLMError
 
-    client = LLMClient(
-        LLMConfig(
-            base_url=settings.llm_base_url,
-            model=model,
-            api_keys=[
-                k.strip() for k in settings.llm_api_keys.get_secret_value().split(",") if k.strip()
-            ]
-            or ["not-set"],
-            requests_per_minute=settings.llm_requests_per_minute,
-            timeout=settings.llm_timeout_seconds,
-        )
-    )
+    client = _client(settings, model)
     used = [0]
 
     def complete_json(prompt: str) -> tuple[dict[str, Any], int]:
@@ -238,20 +243,9 @@ def make_navigator(settings: Any) -> LLMNavigator | None:
     model = getattr(settings, "navigator_model", "")
     if not model:
         return None
-    from query_service.llm import LLMClient, LLMConfig, LLMError
+    from query_service.llm import LLMError
 
-    client = LLMClient(
-        LLMConfig(
-            base_url=settings.llm_base_url,
-            model=model,
-            api_keys=[
-                k.strip() for k in settings.llm_api_keys.get_secret_value().split(",") if k.strip()
-            ]
-            or ["not-set"],
-            requests_per_minute=settings.llm_requests_per_minute,
-            timeout=settings.llm_timeout_seconds,
-        )
-    )
+    client = _client(settings, model)
 
     def complete_json(prompt: str) -> tuple[dict[str, Any], int]:
         try:
