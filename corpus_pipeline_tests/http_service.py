@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import uvicorn
 
 from query_service.app import create_app
+from query_service.auth import hash_key
 from query_service.config import ServiceSettings
+
+
+def write_api_keys(home: Path, keys: dict[str, tuple[str, list[str]]]) -> Path:
+    """The service's key file under <home>/service: key → (principal, readable namespaces),
+    stored hashed as the service expects."""
+    path = home / "service" / "api_keys.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = [
+        {"key_sha256": hash_key(k), "principal": p, "namespaces": ns} for k, (p, ns) in keys.items()
+    ]
+    path.write_text(json.dumps({"keys": entries}))
+    return path
 
 
 def free_port() -> int:

@@ -28,10 +28,9 @@ from corpus_pipeline.contracts.search import (
 )
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import CorpusSettings, load_settings
-from query_service.auth import hash_key
 from query_service.config import ServiceSettings
 
-from .http_service import running_service
+from .http_service import running_service, write_api_keys
 from .support import build_documents
 
 pytestmark = pytest.mark.slow
@@ -64,13 +63,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> CorpusSettings:
     build_documents(corpus_settings, {"notes/swans.md": "# Swans\n\nMute swans nest.\n"})
     build_documents(corpus_settings, {"geese.md": "# Geese\n\nGeese graze.\n"}, namespace="team")
     publish(corpus_settings)
-    keys = home / "service" / "api_keys.json"
-    keys.parent.mkdir(parents=True, exist_ok=True)
-    keys.write_text(
-        json.dumps(
-            {"keys": [{"key_sha256": hash_key(KEY), "principal": "fuzz", "namespaces": ["*"]}]}
-        )
-    )
+    write_api_keys(home, {KEY: ("fuzz", ["*"])})
     return corpus_settings
 
 

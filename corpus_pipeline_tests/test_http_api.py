@@ -5,30 +5,20 @@ from __future__ import annotations
 import json
 import threading
 from datetime import date
-from pathlib import Path
 
 import httpx
 import pytest
 
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import load_settings
-from query_service.auth import hash_key
 from query_service.config import ServiceSettings
 
-from .http_service import running_service
+from .http_service import running_service, write_api_keys
 from .support import DOCS, build_documents
 
 pytestmark = pytest.mark.slow
 
 KEYS = {"alice-key": ("alice", ["default", "team"]), "bob-key": ("bob", ["team"])}
-
-
-def write_keys(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    entries = [
-        {"key_sha256": hash_key(k), "principal": p, "namespaces": ns} for k, (p, ns) in KEYS.items()
-    ]
-    path.write_text(json.dumps({"keys": entries}))
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +46,7 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def service(corpus):
-    keys = corpus.home / "service" / "api_keys.json"
-    write_keys(keys)
+    write_api_keys(corpus.home, KEYS)
     settings = ServiceSettings(home=corpus.home, reload_seconds=0.2)
     with running_service(settings) as url:
         yield url

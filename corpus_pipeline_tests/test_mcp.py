@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import date
@@ -20,10 +19,9 @@ from mcp_types import CallToolResult, TextContent
 
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import CorpusSettings, load_settings
-from query_service.auth import hash_key
 from query_service.config import ServiceSettings
 
-from .http_service import running_service
+from .http_service import running_service, write_api_keys
 from .support import build_documents
 
 pytestmark = pytest.mark.slow
@@ -49,12 +47,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> CorpusSettings:
     build_documents(settings, {"swans.md": "# Swans\n\nMute swans nest by the lake.\n"})
     build_documents(settings, {"geese.md": "# Geese\n\nGeese graze on grass.\n"}, namespace="team")
     publish(settings)
-    keys = home / "service" / "api_keys.json"
-    keys.parent.mkdir(parents=True, exist_ok=True)
-    entries = [
-        {"key_sha256": hash_key(k), "principal": p, "namespaces": ns} for k, (p, ns) in KEYS.items()
-    ]
-    keys.write_text(json.dumps({"keys": entries}))
+    write_api_keys(home, KEYS)
     return settings
 
 
