@@ -1,7 +1,9 @@
 """Rows → typed segments (`text`, `image`, `table`) with deterministic content-hash ids.
 
 Text is grouped per section and bounded by a token limit (split at paragraph, then sentence,
-then word boundaries); tables and images are never split and become their own segments,
+then word boundaries). A section's heading line leads its first chunk (a section holding only its
+heading opens into its first subsection's chunk), so a title is text a reader and a search find,
+and identical paragraphs under different headings start distinct chunks. Tables and images are never split and become their own segments,
 referenced from the text flow by an `embeds` connection at the marker's character span.
 Markers are planned as edits over the plain text and applied in reverse order (`textedit`).
 """
@@ -31,13 +33,13 @@ from corpus_pipeline.ids import chunk_id_for
 from corpus_pipeline.textedit import Edit, apply_edits, shift_offset
 
 PARAGRAPH_SEPARATOR = "\n\n"
-_CONTEXT_WORDS = 40
+_LEAD_IN_WORDS = 80
 _BODY_TYPES = {RowType.PARAGRAPH, RowType.LIST_ITEM, RowType.TOC, RowType.CAPTION}
 
 
 @dataclass(frozen=True)
 class ChunkingOptions:
-    max_tokens: int = 400
+    max_tokens: int = 300
     keywords_per_chunk: int = 8
     language: str | None = None
     summarize: Callable[[str], str] = lambda text: text[:200]
@@ -49,6 +51,7 @@ class _TextPiece:
     pages: list[int]
     links: list[LinkSpan] = field(default_factory=list)
     tokens: int = 0
+    heading: bool = False
 
 
 @dataclass
@@ -100,13 +103,20 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
         drafts.extend(_text_drafts(buffer, path, options))
         buffer.clear()
 
-    context = ""  # the last short body text of the section: an uncaptioned resource's lead-in
+    # The last words of body text before a resource in its section: the lead-in that says what
+    # a table or image is about (layout often puts its real caption a paragraph or two away).
+    context = ""
     for row in rows:
         if row.row_type is RowType.HEADING or row.hierarchy_path != path:
-            flush()
-            path = list(row.hierarchy_path)
+            new_path = list(row.hierarchy_path)
+            if not _carries_headings(buffer, path, new_path):
+                flush()
+            path = new_path
             context = ""
-        if row.row_type in (RowType.TABLE, RowType.IMAGE):
+        if row.row_type is RowType.HEADING:
+            if row.text.strip():
+                buffer.append(_heading_piece(row))
+        elif row.row_type in (RowType.TABLE, RowType.IMAGE):
             draft = _resource_draft(row, captions.get(row.order), context)
             context = ""
             drafts.append(draft)
@@ -121,11 +131,28 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
             )
         elif row.row_type in _BODY_TYPES and row.order not in consumed and row.text.strip():
             buffer.append(_text_piece(row))
-            text = " ".join(row.text.split())
-            context = text if len(text.split()) <= _CONTEXT_WORDS else ""
+            context = " ".join((context + " " + row.text).split()[-_LEAD_IN_WORDS:])
     flush()
     chunks = _dedupe(drafts, options)
     return ChunkingResult(chunks=chunks, resources=_resource_entries(resources))
+
+
+def _carries_headings(buffer: list[_Piece], path: list[str], new_path: list[str]) -> bool:
+    """A section holding nothing but its heading(s) opens into a subsection: its heading lines
+    lead the subsection's first chunk instead of standing alone as a heading-only chunk."""
+    return (
+        bool(buffer)
+        and all(isinstance(p, _TextPiece) and p.heading for p in buffer)
+        and len(new_path) > len(path)
+        and new_path[: len(path)] == path
+    )
+
+
+def _heading_piece(row: ParsedRow) -> _TextPiece:
+    """A heading line leads its section's first chunk: the title is part of the text a reader
+    sees there (and what a question about the section's name must find)."""
+    text = " ".join(row.text.split())
+    return _TextPiece(text, list(row.page_numbers), [], count_tokens(text), heading=True)
 
 
 def _text_piece(row: ParsedRow) -> _TextPiece:
@@ -367,7 +394,7 @@ def _dedupe(drafts: list[_Draft], options: ChunkingOptions) -> list[Chunk]:
         if draft.chunk_type is ChunkType.TEXT:
             summary = options.summarize(draft.hash_text)
         else:
-            # Caption, else the short lead-in sentence before it: indexed with the resource.
+            # Caption, else the lead-in text before it: indexed with the resource.
             summary = draft.caption or draft.context or draft.content.split("\n", 1)[0][:200]
         metadata = ChunkMetadata(
             length=len(draft.content),

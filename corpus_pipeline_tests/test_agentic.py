@@ -150,6 +150,12 @@ def test_evidence_is_grouped_by_document_and_section_with_headings(corpus):
     assert text.index("## Ducks > Dabbling ducks > Mallard moult") < text.index("hide in reeds")
 
 
+def test_evidence_does_not_repeat_the_heading_lines_under_its_breadcrumb(corpus):
+    text = ask(corpus, "Where do mallards hide when they moult?", token_budget=8000).evidence_text
+    block = text.split("## Ducks > Dabbling ducks > Mallard moult\n\n", 1)[1]
+    assert not block.startswith("Mallard moult"), block[:80]
+
+
 def test_table_evidence_is_embedded_as_html(corpus):
     response = ask(corpus, "merged cell vertical spans table", token_budget=16000)
     assert "<table>" in response.evidence_text and "rowspan" in response.evidence_text

@@ -72,7 +72,8 @@ def test_a_long_section_is_split_at_paragraphs_and_each_part_stays_under_the_lim
     chunks = rows.build().chunks
     assert len(chunks) > 1
     assert all(c.metadata.tokens <= OPTIONS.max_tokens for c in chunks)
-    assert all(c.content.startswith("Paragraph") for c in chunks), (
+    assert chunks[0].content.startswith("Ducks\n\nParagraph 0."), "the heading leads part one"
+    assert all(c.content.startswith("Paragraph") for c in chunks[1:]), (
         "splits fall on paragraph boundaries"
     )
 
@@ -131,13 +132,69 @@ def test_identical_text_twice_keeps_one_id_and_records_both_places():
     result = (
         Rows()
         .add(RowType.HEADING, "A", heading_level=1)
+        .add(RowType.PARAGRAPH, "About A.")
+        .add(RowType.HEADING, "Disclaimer", heading_level=2)
         .add(RowType.PARAGRAPH, "Repeated disclaimer text.")
         .add(RowType.HEADING, "B", heading_level=1)
+        .add(RowType.PARAGRAPH, "About B.")
+        .add(RowType.HEADING, "Disclaimer", heading_level=2)
         .add(RowType.PARAGRAPH, "Repeated disclaimer text.")
         .build()
     )
+    (chunk,) = [c for c in result.chunks if len(c.occurrences) > 1]
+    assert chunk.content == "Disclaimer\n\nRepeated disclaimer text."
+    assert [o.hierarchy_path for o in chunk.occurrences] == [
+        ["A", "Disclaimer"],
+        ["B", "Disclaimer"],
+    ]
+    assert len(result.chunks) == 3
+
+
+def test_a_heading_line_leads_the_first_chunk_of_its_section():
+    result = (
+        Rows()
+        .add(RowType.HEADING, "3.1 Payment Schedule", heading_level=2, page_numbers=[2])
+        .add(RowType.PARAGRAPH, "Invoices are due in 30 days.", page_numbers=[2])
+        .build()
+    )
     (chunk,) = result.chunks
-    assert [o.hierarchy_path for o in chunk.occurrences] == [["A"], ["B"]]
+    assert chunk.content == "3.1 Payment Schedule\n\nInvoices are due in 30 days."
+    assert chunk.hierarchy_path == ["3.1 Payment Schedule"]
+    assert chunk.metadata.page_nums == [2]
+
+
+def test_the_same_paragraph_under_two_headings_starts_two_distinct_chunks():
+    result = (
+        Rows()
+        .add(RowType.HEADING, "1 Definitions", heading_level=1)
+        .add(RowType.PARAGRAPH, "This clause is for demonstration only.")
+        .add(RowType.HEADING, "2 Payment", heading_level=1)
+        .add(RowType.PARAGRAPH, "This clause is for demonstration only.")
+        .build()
+    )
+    assert [c.content.split("\n\n")[0] for c in result.chunks] == ["1 Definitions", "2 Payment"]
+    assert len({c.chunk_id for c in result.chunks}) == 2
+
+
+def test_a_section_holding_only_its_heading_opens_into_its_subsection():
+    result = (
+        Rows()
+        .add(RowType.HEADING, "3 Payment", heading_level=1)
+        .add(RowType.HEADING, "3.1 Schedule", heading_level=2)
+        .add(RowType.PARAGRAPH, "Invoices are due in 30 days.")
+        .add(RowType.HEADING, "4 Term", heading_level=1)
+        .add(RowType.HEADING, "5 Law", heading_level=1)
+        .add(RowType.PARAGRAPH, "Swiss law applies.")
+        .build()
+    )
+    assert [(c.content, c.hierarchy_path) for c in result.chunks] == [
+        (
+            "3 Payment\n\n3.1 Schedule\n\nInvoices are due in 30 days.",
+            ["3 Payment", "3.1 Schedule"],
+        ),
+        ("4 Term", ["4 Term"]),  # a sibling follows: the bare heading stays in its own section
+        ("5 Law\n\nSwiss law applies.", ["5 Law"]),
+    ]
 
 
 def test_a_link_becomes_a_related_connection_spanning_its_text():
@@ -220,3 +277,31 @@ def test_an_overlong_sentence_is_cut_into_word_windows():
     chunks = Rows().add(RowType.PARAGRAPH, sentence).build().chunks
     assert len(chunks) > 2
     assert " ".join(c.content for c in chunks).split() == sentence.split()
+
+
+def test_an_uncaptioned_table_is_summarised_by_the_text_leading_up_to_it():
+    question = "28. Are specialized legal aid services provided to disadvantaged groups?"
+    result = (
+        Rows()
+        .add(RowType.HEADING, "Survey", heading_level=1)
+        .add(RowType.PARAGRAPH, question)
+        .add(RowType.PARAGRAPH, "25. Does the provider have specialised units?")
+        .add(RowType.TABLE, "Persons with disabilities | *", resource_path="tables/t.html")
+        .add(RowType.TABLE, "Migrants | *", resource_path="tables/u.html")
+        .build()
+    )
+    first, second = [c for c in result.chunks if c.chunk_type is ChunkType.TABLE]
+    assert first.metadata.summary == question + " 25. Does the provider have specialised units?"
+    assert second.metadata.summary == "Migrants | *", "a lead-in introduces one resource only"
+
+
+def test_a_table_lead_in_keeps_only_the_last_words_before_the_table():
+    long_text = " ".join(f"w{i}" for i in range(200))
+    result = (
+        Rows()
+        .add(RowType.PARAGRAPH, long_text)
+        .add(RowType.TABLE, "a | b", resource_path="tables/t.html")
+        .build()
+    )
+    table = next(c for c in result.chunks if c.chunk_type is ChunkType.TABLE)
+    assert table.metadata.summary.split() == [f"w{i}" for i in range(120, 200)]

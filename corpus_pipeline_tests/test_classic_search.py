@@ -37,7 +37,7 @@ def run(revision, query: str, **kw):
 def test_results_carry_content_and_the_citation_fields(revision):
     response = run(revision, "tufted ducks dive", top_k=3)
     top = response.results[0]
-    assert top.content == "Tufted ducks dive for mussels."
+    assert top.content == "Ducks\n\nDiving ducks\n\nTufted ducks dive for mussels."
     assert top.source_file_name == "ducks.md"
     assert top.document_id == revision[1]["ducks.md"].document_id
     assert top.section_path == ["Ducks", "Diving ducks"]
@@ -132,3 +132,12 @@ def test_request_validation_names_the_field():
         SearchRequest(query="   ")
     with pytest.raises(ValueError, match="unknown channels"):
         SearchRequest(query="x", weights={"vector": 1.0})
+
+
+def test_a_table_is_found_by_the_words_leading_up_to_it_in_the_term_channel(revision):
+    response = run(
+        revision, "vertical spans", top_k=1, weights={"term": 1.0}, chunk_types=["table"]
+    )
+    (top,) = response.results
+    assert top.channels == {"term": 0}
+    assert "Merged Cell 3.1 4.1" in top.content, "the table introduced as having vertical spans"

@@ -63,7 +63,7 @@ def test_search_returns_results_with_citations_and_names_the_revision(service):
     assert response.status_code == 200
     body = response.json()
     top = body["results"][0]
-    assert top["content"] == "Tufted ducks dive for mussels."
+    assert top["content"] == "Ducks\n\nDiving\n\nTufted ducks dive for mussels."
     assert (top["source_file_name"], top["section_path"]) == ("ducks.md", ["Ducks", "Diving"])
     assert top["chunk_id"] and top["document_id"] and top["score"] > 0
     assert response.headers["X-Corpus-Revision"] == str(body["revision"])
@@ -121,7 +121,7 @@ def test_read_mixes_good_and_bad_refs_each_with_its_own_status(service):
     ]
     items = c.post("/v1/read", json={"refs": refs}).json()["items"]
     assert [i["status"] for i in items] == ["ok", "not_found", "not_found", "ok"]
-    assert items[0]["chunks"][0]["content"] == "Tufted ducks dive for mussels."
+    assert items[0]["chunks"][0]["content"] == "Ducks\n\nDiving\n\nTufted ducks dive for mussels."
     table_text = " ".join(ch["content"] for ch in items[3]["chunks"])
     assert "<table>" in table_text and 'rowspan="2"' in table_text, "tables are embedded as HTML"
     assert "[table:" not in table_text
@@ -276,7 +276,7 @@ def test_a_new_revision_is_swapped_in_during_a_stream_of_queries(tmp_path):
     assert {rev for rev, _ in seen} == {1, 2}
     for rev, content in seen:
         assert content == (
-            "The marker word is alpha." if rev == 1 else "The marker word is omega."
+            "V\n\nThe marker word is alpha." if rev == 1 else "V\n\nThe marker word is omega."
         ), "no mixed revision"
 
 

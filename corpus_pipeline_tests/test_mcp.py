@@ -100,7 +100,7 @@ def test_search_outline_read_and_list_documents_over_streamable_http(service: st
             await client.call_tool("search", {"query": "tufted ducks dive", "top_k": 3})
         )
         top = found["results"][0]
-        assert top["content"] == "Tufted ducks dive for mussels."
+        assert top["content"] == "Ducks\n\nDiving\n\nTufted ducks dive for mussels."
         assert top["source_file_name"] == "ducks.md"
         assert top["section_path"] == ["Ducks", "Diving"]
         assert top["chunk_id"] and top["document_id"]
@@ -123,8 +123,11 @@ def test_search_outline_read_and_list_documents_over_streamable_http(service: st
             )
         )
         assert [i["status"] for i in read["items"]] == ["ok", "not_found", "ok"]
-        assert read["items"][0]["chunks"][0]["content"] == "Tufted ducks dive for mussels."
-        assert read["items"][2]["chunks"][0]["content"] == "Mallards dabble."
+        assert (
+            read["items"][0]["chunks"][0]["content"]
+            == "Ducks\n\nDiving\n\nTufted ducks dive for mussels."
+        )
+        assert read["items"][2]["chunks"][0]["content"] == "Dabbling\n\nMallards dabble."
 
         listed = structured(await client.call_tool("list_documents", {"limit": 1}))
         assert listed["total"] == 2 and len(listed["items"]) == 1

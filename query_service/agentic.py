@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -289,7 +289,7 @@ def _run_step(
                     path,
                     section["sort_order"] if section else -1,
                     row["sort_order"],
-                    rendered.content,
+                    without_heading_lines(rendered.content, path),
                     found,
                 )
             )
@@ -356,6 +356,17 @@ def _model_choice(
         return None
     picked = [candidates[i] for i in dict.fromkeys(chosen) if 0 <= i < len(candidates)][:k]
     return picked or None
+
+
+def without_heading_lines(text: str, path: Sequence[str]) -> str:
+    """A section's first chunk starts with its heading line(s); evidence is rendered under the
+    section's breadcrumb (`## A > B`), so those lines would only repeat it."""
+    paragraphs = text.split("\n\n")
+    titles = set(path)
+    start = 0
+    while start < len(paragraphs) - 1 and paragraphs[start].strip() in titles:
+        start += 1
+    return "\n\n".join(paragraphs[start:])
 
 
 def render_evidence(evidence: list[Evidence], outlines: list[Outline]) -> str:

@@ -1,9 +1,9 @@
 """Tantivy schema and analyzers of the three search channels.
 
-- content: content + summary, simple tokenizer, lower-cased, English stemming (no stop words
+- content: content + summary (unless the content already holds it), simple tokenizer, lower-cased, English stemming (no stop words
   are removed: BM25's IDF already discounts them, and removing them breaks queries like 'The Who').
 - path: file name + section paths of every occurrence, same analyzer as content.
-- term: raw content + paths, tokens are whole identifiers (`ISO-9001:2015`, `v1.2.3`,
+- term: raw content (with a table's or image's lead-in text) + paths, tokens are whole identifiers (`ISO-9001:2015`, `v1.2.3`,
   `foo_bar`), lower-cased, never stemmed: exact matches of codes and numbers.
 """
 

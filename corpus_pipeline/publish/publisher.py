@@ -183,9 +183,14 @@ def _index_document(payload: dict[str, Any]) -> tantivy.Document:
     doc.add_text(ch.F_CHUNK_TYPE, payload["chunk_type"])
     for document_id in sorted({occ["document_id"] for occ in occurrences}):
         doc.add_text(ch.F_DOCUMENT_IDS, document_id)
-    doc.add_text(ch.F_CONTENT, payload["content"] + "\n" + payload["summary"])
+    content, summary = payload["content"], payload["summary"]
+    # A summary already inside the content (a table's caption, an extractive sentence) is not
+    # counted twice; a resource's lead-in is document text, so the term channel holds it too.
+    extra = "" if summary in content else summary
+    lead_in = extra if payload["chunk_type"] != ChunkType.TEXT.value else ""
+    doc.add_text(ch.F_CONTENT, content + "\n" + extra)
     doc.add_text(ch.F_PATH, paths)
-    doc.add_text(ch.F_TERM, payload["content"] + "\n" + paths)
+    doc.add_text(ch.F_TERM, content + "\n" + lead_in + "\n" + paths)
     doc.add_bytes(ch.F_STORED, ch.encode_stored(payload))
     for field_name, key in (
         (ch.F_DOCUMENT_TYPE, "document_type"),
