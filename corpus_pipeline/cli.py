@@ -177,6 +177,7 @@ def inspect_command(document_id: str) -> None:
 def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
     """Run one file through the pipeline functions in-process (no Dagster) up to a stage."""
     from corpus_pipeline import pipeline
+    from corpus_pipeline.contracts import HeadingNode
     from corpus_pipeline.hierarchy import assign_hierarchy, heading_tree
 
     settings = _settings()
@@ -210,14 +211,15 @@ def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
                 console.print(table)
             elif stop_at == "hierarchy":
                 tree = Tree(f"[bold]{file.name}[/]")
-                stack: list[tuple[int, Tree]] = []
-                for h in (r for r in rows if r.heading_level):
-                    while stack and stack[-1][0] >= (h.heading_level or 0):
-                        stack.pop()
-                    node = (stack[-1][1] if stack else tree).add(
-                        f"{h.text} [dim](level {h.heading_level}, row {h.order})[/]"
-                    )
-                    stack.append((h.heading_level or 0, node))
+
+                def grow(parent: Tree, nodes: list[HeadingNode]) -> None:
+                    for n in nodes:
+                        grow(
+                            parent.add(f"{n.title} [dim](level {n.level}, row {n.order})[/]"),
+                            n.children,
+                        )
+
+                grow(tree, heading_tree(rows))
                 console.print(tree)
             else:
                 result, _ = pipeline.chunk_document(rows, profile, settings)

@@ -2,23 +2,76 @@
 
 A heading at level L closes every open heading at level >= L, so a return to a higher level
 never leaves stale children on the path; skipped levels (H1 → H3) are kept as they are.
+Section numbers outrank levels: a numbered heading (`2.1.6 …`) also closes every open numbered
+heading that is not a prefix of its number (`1.2 …`), so a sampled or partly detected document
+never files section 2.1.6 under section 1.2 just because their levels would allow it, and a
+heading whose number extends an open one (`1.1` under `1`) stays inside it whatever its level.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
+
 from corpus_pipeline.contracts import HeadingNode, HierarchyNode, ParsedRow, RowType
+
+_SECTION_NUMBER = re.compile(r"(\d{1,3}(?:\.\d{1,3})*)\.?(?=\s|$)")
+
+
+def section_number(title: str) -> tuple[int, ...] | None:
+    """The leading decimal section number of a heading (`2.1.6 Change …` → (2, 1, 6))."""
+    match = _SECTION_NUMBER.match(title)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else None
+
+
+@dataclass
+class _Open:
+    level: int
+    title: str
+    number: tuple[int, ...] | None
+
+
+@dataclass
+class HeadingStack:
+    """The open headings above the current row."""
+
+    entries: list[_Open] = field(default_factory=list)
+
+    def push(self, level: int, title: str) -> int:
+        """Open a heading; returns its depth (0-based) in the stack."""
+        number = section_number(title)
+        if number is not None:
+            for index, entry in enumerate(self.entries):
+                if entry.number is not None and entry.number != number[: len(entry.number)]:
+                    del self.entries[index:]
+                    break
+        while self.entries and self.entries[-1].level >= level:
+            top = self.entries[-1].number
+            if number is not None and top is not None and top == number[: len(top)]:
+                break  # `1.1` stays inside `1` even when a big chapter digit got a deeper level
+            self.entries.pop()
+        self.entries.append(_Open(level, title, number))
+        return len(self.entries) - 1
+
+    @property
+    def path(self) -> list[str]:
+        return [entry.title for entry in self.entries]
+
+
+def _is_heading(row: ParsedRow) -> bool:
+    return (
+        row.row_type is RowType.HEADING and row.heading_level is not None and bool(row.text.strip())
+    )
 
 
 def assign_hierarchy(rows: list[ParsedRow]) -> list[ParsedRow]:
     """Return rows with `hierarchy_path` set (a heading's path includes its own title)."""
-    stack: list[tuple[int, str]] = []
+    stack = HeadingStack()
     out: list[ParsedRow] = []
     for row in rows:
-        if row.row_type is RowType.HEADING and row.heading_level is not None and row.text.strip():
-            while stack and stack[-1][0] >= row.heading_level:
-                stack.pop()
-            stack.append((row.heading_level, _title(row.text)))
-        out.append(row.model_copy(update={"hierarchy_path": [title for _, title in stack]}))
+        if _is_heading(row) and row.heading_level is not None:
+            stack.push(row.heading_level, _title(row.text))
+        out.append(row.model_copy(update={"hierarchy_path": stack.path}))
     return out
 
 
@@ -29,9 +82,10 @@ def _title(text: str) -> str:
 def heading_tree(rows: list[ParsedRow]) -> list[HeadingNode]:
     """The full heading tree (rows must already carry hierarchy paths)."""
     roots: list[HeadingNode] = []
-    stack: list[tuple[int, HeadingNode]] = []
+    stack = HeadingStack()
+    nodes: list[HeadingNode] = []
     for row in rows:
-        if row.row_type is not RowType.HEADING or row.heading_level is None or not row.text.strip():
+        if not _is_heading(row) or row.heading_level is None:
             continue
         node = HeadingNode(
             title=_title(row.text),
@@ -41,10 +95,10 @@ def heading_tree(rows: list[ParsedRow]) -> list[HeadingNode]:
             page=row.page_numbers[0] if row.page_numbers else None,
             source_location=row.source_location,
         )
-        while stack and stack[-1][0] >= row.heading_level:
-            stack.pop()
-        (stack[-1][1].children if stack else roots).append(node)
-        stack.append((row.heading_level, node))
+        depth = stack.push(row.heading_level, node.title)
+        del nodes[depth:]
+        (nodes[-1].children if nodes else roots).append(node)
+        nodes.append(node)
     return roots
 
 

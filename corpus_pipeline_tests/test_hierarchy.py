@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from corpus_pipeline.contracts import ParsedRow, RowType
 from corpus_pipeline.hierarchy import assign_hierarchy, compact_hierarchy, heading_tree
 
 
-def _rows(spec: list[tuple[str, int | None]]) -> list[ParsedRow]:
+def _rows(spec: Sequence[tuple[str, int | None]]) -> list[ParsedRow]:
     return [
         ParsedRow(
             order=i,
@@ -50,3 +52,31 @@ def test_heading_tree_and_compact_hierarchy_mirror_the_stack():
     compact = compact_hierarchy(tree)
     assert compact[0].children[0].title == "A.1"
     assert compact[1].children[0].children[0].level == 3
+
+
+def test_a_numbered_heading_never_nests_under_another_numbered_branch():
+    # A sampled report: sections 1.2 and 2.1.6 follow each other, 2 and 2.1 are not in the file.
+    spec = [("Report", 1), ("1.2 Current state", 2), ("2.1.6 Change usage", 3), ("body", None)]
+    rows = assign_hierarchy(_rows(spec))
+    assert rows[3].hierarchy_path == ["Report", "2.1.6 Change usage"]
+
+
+def test_a_numbered_heading_stays_inside_the_heading_its_number_extends():
+    # The chapter digit was set large (a deeper level by font) than its sections.
+    spec = [("1", 3), ("Securing data", 4), ("1.1 Fundamentals", 2), ("1.3.1 Control", 3)]
+    rows = assign_hierarchy(_rows(spec))
+    assert rows[2].hierarchy_path == ["1", "1.1 Fundamentals"]
+    assert rows[3].hierarchy_path == ["1", "1.3.1 Control"]
+    (chapter,) = heading_tree(rows)
+    assert [c.title for c in chapter.children] == [
+        "Securing data",
+        "1.1 Fundamentals",
+        "1.3.1 Control",
+    ]
+
+
+def test_years_and_unnumbered_headings_follow_levels_only():
+    spec = [("1 Intro", 1), ("2020 results", 2), ("Summary", 2), ("1.1 Scope", 2)]
+    rows = assign_hierarchy(_rows(spec))
+    assert rows[1].hierarchy_path == ["1 Intro", "2020 results"]
+    assert rows[3].hierarchy_path == ["1 Intro", "1.1 Scope"]
