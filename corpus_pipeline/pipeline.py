@@ -39,7 +39,7 @@ from corpus_pipeline.contracts import (
     Statistics,
 )
 from corpus_pipeline.contracts.rows import rows_to_table, table_to_rows
-from corpus_pipeline.enrich.llm import LLMSummarizer, make_summarizer
+from corpus_pipeline.enrich.llm import ChatModel, ImageDescriber, LLMSummarizer, make_summarizer
 from corpus_pipeline.hierarchy import assign_hierarchy, compact_hierarchy, heading_tree
 from corpus_pipeline.nav import build_nav
 from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext
@@ -201,8 +201,27 @@ def read_rows(rows_path: str | Path) -> list[ParsedRow]:
 
 
 def chunk_document(
-    rows: list[ParsedRow], profile: DocumentProfile, settings: CorpusSettings
+    rows: list[ParsedRow],
+    profile: DocumentProfile,
+    settings: CorpusSettings,
+    resources_dir: Path | None = None,
 ) -> tuple[ChunkingResult, list[Diagnostic]]:
+    """Rows → chunks; with the `image_description` role configured and the parse stage's
+    resource folder given, stored images first get a vision model's description."""
+    sink = DiagnosticSink()
+    model = ChatModel.for_role(settings, "image_description")
+    if model is not None and resources_dir is not None:
+        describer = ImageDescriber(model, settings.image_description_max_images)
+        rows = describe_images(rows, resources_dir, describer)
+        for message in sorted(set(describer.errors)):
+            sink.add("chunks", "image_description.failed", message)
+        if describer.skipped:
+            sink.add(
+                "chunks",
+                "image_description.limited",
+                f"{describer.skipped} image occurrence(s) left undescribed: more than "
+                f"{describer.limit} distinct images (CORPUS_IMAGE_DESCRIPTION_MAX_IMAGES)",
+            )
     summarize = make_summarizer(settings, profile.language)
     options = ChunkingOptions(
         max_tokens=settings.chunk_max_tokens,
@@ -211,11 +230,27 @@ def chunk_document(
         summarize=summarize,
     )
     result = build_chunks(rows, options)
-    sink = DiagnosticSink()
     if isinstance(summarize, LLMSummarizer):
         for message in sorted(set(summarize.errors)):
             sink.add("chunks", "summary.fallback", message)
     return result, sink.items
+
+
+def describe_images(
+    rows: list[ParsedRow], resources_dir: Path, describe: ImageDescriber
+) -> list[ParsedRow]:
+    """Image rows with the model's description after their own text (alt text, caption), so
+    the description is the image segment's content: indexed, cited and hashed with it."""
+    out: list[ParsedRow] = []
+    for row in rows:
+        if row.row_type is RowType.IMAGE and row.resource_path:
+            path = resources_dir / row.resource_path
+            description = describe(path, row.text) if path.is_file() else None
+            if description:
+                text = f"{row.text.strip()}\n{description}".strip()
+                row = row.model_copy(update={"text": text})
+        out.append(row)
+    return out
 
 
 def run_chunks(
@@ -227,7 +262,9 @@ def run_chunks(
 ) -> ChunksOutput:
     started = time.perf_counter()
     fresh_dir(out_dir)
-    result, diagnostics = chunk_document(read_rows(parsed.rows_path), profile, settings)
+    result, diagnostics = chunk_document(
+        read_rows(parsed.rows_path), profile, settings, Path(parsed.stage_dir)
+    )
     path = out_dir / "chunks.json"
     write_json(path, ChunksFile(document_id=document_id, chunks=result.chunks))
     counts = Counter(c.chunk_type.value for c in result.chunks)

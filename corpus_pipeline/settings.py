@@ -55,6 +55,8 @@ class CorpusSettings(BaseSettings):
     llm_base_url: str = ""
     llm_api_key: SecretStr = SecretStr("")
     llm_timeout_seconds: float = Field(default=30.0, gt=0)
+    # Vision calls per document (one per distinct image file); the rest keep no description.
+    image_description_max_images: int = Field(default=64, ge=0)
     summary: LLMRole = Field(default_factory=LLMRole)
     hierarchy: LLMRole = Field(default_factory=LLMRole)
     image_description: LLMRole = Field(default_factory=LLMRole)

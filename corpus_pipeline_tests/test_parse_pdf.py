@@ -9,7 +9,7 @@ from typing import Any
 import pymupdf
 import pytest
 
-from corpus_pipeline.contracts import FileFormat, RowType
+from corpus_pipeline.contracts import FileFormat, ParsedRow, RowType
 from corpus_pipeline.errors import (
     CorruptDocumentError,
     PasswordRequiredError,
@@ -63,8 +63,12 @@ def parse(
 
 
 def headings(ctx: ParseContext) -> list[tuple[str, int | None, list[int]]]:
+    return headings_of(ctx.rows)
+
+
+def headings_of(rows: list[ParsedRow]) -> list[tuple[str, int | None, list[int]]]:
     return [
-        (r.text, r.heading_level, r.page_numbers) for r in ctx.rows if r.row_type is RowType.HEADING
+        (r.text, r.heading_level, r.page_numbers) for r in rows if r.row_type is RowType.HEADING
     ]
 
 
@@ -335,3 +339,54 @@ def test_without_tesseract_a_scan_says_so(tmp_path, monkeypatch):
     ctx = parse(path, tmp_path)
     codes = [d.code for d in ctx.diagnostics.items]
     assert codes.count("ocr.unavailable") == 1
+
+
+def _map_sheets(path: Path) -> Path:
+    """Two landscape map sheets: hundreds of drawn strokes, a few place labels, a caption;
+    the first sheet has a large title, the second none."""
+    doc: Any = mu.open()
+    captions = [
+        "Figure 1: harbour district survey sheet, scale 1:5000.",
+        "Figure 2: rail yards north of the old mill, scale 1:2500.",
+    ]
+    for n, caption in enumerate(captions):
+        page = doc.new_page(width=842, height=595)
+        if n == 0:
+            page.insert_text((60, 60), "Sheet 12 Harbour district", fontsize=22)
+        for i in range(180):
+            x, y = 60 + (i * 37) % 700, 100 + (i * 53) % 420
+            for end in ((x + 30, y + 12), (x + 12, y + 30)):
+                shape = page.new_shape()
+                shape.draw_line((x, y), end)
+                shape.finish(color=(0, 0, 0), width=0.5)
+                shape.commit()
+        for j, label in enumerate(["Harbour", "Station", "Old mill", "Lighthouse"]):
+            page.insert_text((100 + 120 * j, 200 + 40 * j), label, fontsize=8)
+        page.insert_text((60, 560), caption, fontsize=9)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_map_sheets_route_to_atlas_with_page_sections_labels_and_captions(tmp_path):
+    from corpus_pipeline.hierarchy import assign_hierarchy
+
+    path = _map_sheets(tmp_path / "atlas.pdf")
+    profile = profile_file(path)
+    assert profile.pdf is not None
+    assert (profile.pdf.category, profile.pdf.classification) == ("atlas", "map or drawing set")
+    rows = assign_hierarchy(parse(path, tmp_path).rows)
+    assert headings_of(rows) == [("Sheet 12 Harbour district", 1, [1]), ("Page 2", 1, [2])]
+    by_section: dict[str, list[str]] = {}
+    for row in rows:
+        if row.row_type is not RowType.HEADING:
+            by_section.setdefault(row.hierarchy_path[0], []).append(row.text)
+    assert by_section["Sheet 12 Harbour district"] == [
+        "Harbour",
+        "Station",
+        "Old mill",
+        "Lighthouse",
+        "Figure 1: harbour district survey sheet, scale 1:5000.",
+    ]
+    assert "Figure 2: rail yards north of the old mill, scale 1:2500." in by_section["Page 2"]
+    assert "Lighthouse" in by_section["Page 2"]

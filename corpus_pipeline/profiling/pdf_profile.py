@@ -19,6 +19,7 @@ import pymupdf
 
 from corpus_pipeline.contracts import PdfPageFacts, PdfProfile, PdfTocEntry
 from corpus_pipeline.contracts.profile import PdfCategory
+from corpus_pipeline.enrich.llm import ChatModel, LLMFailure
 from corpus_pipeline.errors import CorruptDocumentError, PasswordRequiredError, WrongPasswordError
 from corpus_pipeline.parsing.pdf.layout import gutters, image_coverage, page_blocks
 from corpus_pipeline.settings import CorpusSettings
@@ -277,24 +278,12 @@ _CLASSIFY_PROMPT = (
 def llm_classification(sample: str, settings: CorpusSettings) -> str | None:
     """The `classification` role's label for a text sample; None when unset or failing (the
     rule-based label stays)."""
-    role = settings.role("classification")
-    if not role.enabled or not sample.strip():
+    model = ChatModel.for_role(settings, "classification")
+    if model is None or not sample.strip():
         return None
-    import openai
-
     try:
-        client = openai.OpenAI(
-            base_url=role.base_url or None,
-            api_key=role.api_key.get_secret_value() or "not-set",
-            timeout=settings.llm_timeout_seconds,
-            max_retries=1,
-        )
-        response = client.chat.completions.create(
-            model=role.model,
-            messages=[{"role": "user", "content": _CLASSIFY_PROMPT.format(text=sample[:4000])}],
-            temperature=0,
-        )
-    except openai.OpenAIError:
+        reply = model.complete(_CLASSIFY_PROMPT.format(text=sample[:4000]))
+    except LLMFailure:
         return None
-    label = " ".join((response.choices[0].message.content or "").split()).strip(" .").lower()
+    label = " ".join(reply.split()).strip(" .").lower()
     return label[:80] or None

@@ -19,6 +19,7 @@ from typing import Any
 import pymupdf
 
 from corpus_pipeline.contracts import PdfProfile, PdfTocEntry, RowType
+from corpus_pipeline.enrich.llm import ChatModel
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pdf.headings import (
     CAPTION,
@@ -137,14 +138,8 @@ class _Reader:
 
     def _judge(self) -> LLMJudge | None:
         settings = self.ctx.settings
-        if settings is None:
-            return None
-        role = settings.role("hierarchy")
-        if not role.enabled:
-            return None
-        return LLMJudge(
-            role.model, role.base_url, role.api_key.get_secret_value(), settings.llm_timeout_seconds
-        )
+        model = ChatModel.for_role(settings, "hierarchy") if settings is not None else None
+        return LLMJudge(model) if model is not None else None
 
     # -- driver ----------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from corpus_pipeline.contracts import PdfTocEntry
+from corpus_pipeline.enrich.llm import ChatModel, LLMFailure
 from corpus_pipeline.parsing.pdf.layout import BBox, Line
 
 Kind = Literal["numbered", "size", "bold"]
@@ -336,40 +337,26 @@ _PROMPT = (
 class LLMJudge:
     """Asks the hierarchy model about bold-only candidates; any failure keeps the rules."""
 
-    model: str
-    base_url: str
-    api_key: str
-    timeout: float
+    model: ChatModel
     errors: list[str] = field(default_factory=list)
 
     def judge(self, candidates: list[Segment], body: float) -> dict[int, bool]:
         if not candidates:
             return {}
-        import openai
-
         listing = "\n".join(
             f"{i}. [{c.size:.1f}pt{' bold' if c.bold else ''}] {c.text[:160]}"
             for i, c in enumerate(candidates)
         )
         try:
-            client = openai.OpenAI(
-                base_url=self.base_url or None,
-                api_key=self.api_key or "not-set",
-                timeout=self.timeout,
-                max_retries=1,
-            )
-            response = client.chat.completions.create(
-                model=self.model,
-                messages=[{"role": "user", "content": _PROMPT.format(body=body, lines=listing)}],
-                temperature=0,
-            )
-            content = response.choices[0].message.content or "{}"
+            content = self.model.complete(_PROMPT.format(body=body, lines=listing)) or "{}"
             start, end = content.find("{"), content.rfind("}")
             data = json.loads(content[start : end + 1]) if start >= 0 else {}
             return {int(k): bool(v) for k, v in data.items() if str(k).isdigit()}
-        except (openai.OpenAIError, ValueError, TypeError) as exc:
+        except LLMFailure as exc:
+            self.errors.append(f"hierarchy model failed ({exc}); rules kept")
+        except (ValueError, TypeError, AttributeError) as exc:
             self.errors.append(f"hierarchy model failed ({type(exc).__name__}); rules kept")
-            return {}
+        return {}
 
 
 def merge_wrapped(segments: list[Segment]) -> None:
