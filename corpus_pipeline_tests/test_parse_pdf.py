@@ -390,3 +390,22 @@ def test_map_sheets_route_to_atlas_with_page_sections_labels_and_captions(tmp_pa
     ]
     assert "Figure 2: rail yards north of the old mill, scale 1:2500." in by_section["Page 2"]
     assert "Lighthouse" in by_section["Page 2"]
+
+
+def test_a_table_on_a_rotated_page_keeps_its_rows(tmp_path):
+    from corpus_pipeline_tests.test_pdf_tables import ROWS, _draw_table
+
+    doc: Any = mu.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "Prices of the week are listed below.", fontsize=10)
+    _draw_table(page, 100, ROWS)
+    page.insert_text((72, 200), "All prices include tax.", fontsize=10)
+    page.set_rotation(90)
+    path = tmp_path / "rotated.pdf"
+    doc.save(path)
+    rows = parse(path, tmp_path).rows
+    (table,) = [r for r in rows if r.row_type is RowType.TABLE]
+    assert table.text.splitlines() == [" | ".join(r) for r in ROWS]
+    text = " ".join(r.text for r in rows if r.row_type is RowType.PARAGRAPH)
+    assert "Prices of the week" in text and "include tax" in text
+    assert "Apple" not in text, "cell text is not repeated as body text"

@@ -247,3 +247,15 @@ def test_official_table_recall_on_real_pdfs(doc_name: str, floor: float, only_li
 def test_multi_row_header_spans_match_ground_truth() -> None:
     scores = _scores("2305.03393v1-pg9.pdf", only_likely=False)
     assert scores["span_recall"] == 1.0
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_a_table_on_a_rotated_page_reads_as_on_the_unrotated_page(rotation: int) -> None:
+    _, upright = _page_with_table(ROWS)
+    [expected] = find_tables(upright, 1)
+    _, page = _page_with_table(ROWS)
+    page.set_rotation(rotation)
+    [table] = find_tables(page, 1)
+    assert _cells(table) == ROWS, "rows stay rows: not transposed or reversed"
+    assert table.bbox == expected.bbox, "in the unrotated space the parser's text lives in"
+    assert page.rotation == rotation, "the page's rotation is put back"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -260,14 +262,36 @@ def _header_above(
 # -- table finder --------------------------------------------------------------------------------
 
 
+@contextmanager
+def _unrotated(page: pymupdf.Page) -> Iterator[None]:
+    """PyMuPDF extracts text and drawings in unrotated page space, but its table finder works
+    in rotated space: on a page with /Rotate it would read every table transposed (and place it
+    where no text is). The finder runs with the rotation lifted, then it is put back."""
+    api = _api(page)
+    rotation = int(api.rotation)
+    if rotation:
+        api.set_rotation(0)
+    try:
+        yield
+    finally:
+        if rotation:
+            api.set_rotation(rotation)
+
+
 def find_tables(page: pymupdf.Page, page_number: int) -> list[PdfTable]:
     """Ruled tables first; the text strategy only where aligned text exists and lines found none.
 
     Degenerate finds (one column, one row, mostly empty, prose in boxes) are dropped because
     PyMuPDF reports page frames and figure outlines as tables. PyMuPDF never reports a
     one-column grid, so fully ruled one-column tables (ODT/DOCX exports) are read from the
-    rulings here; unruled one-column "tables" stay text.
+    rulings here; unruled one-column "tables" stay text. Coordinates are unrotated page space,
+    like the rest of the PDF parser's.
     """
+    with _unrotated(page):
+        return _find_tables(page, page_number)
+
+
+def _find_tables(page: pymupdf.Page, page_number: int) -> list[PdfTable]:
     api = _api(page)
     lined = _extracted(api.find_tables(use_layout=False))
     found: list[tuple[Any, list[list[str | None]], list[TextRow] | None]]

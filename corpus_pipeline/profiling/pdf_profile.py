@@ -21,7 +21,7 @@ from corpus_pipeline.contracts import PdfPageFacts, PdfProfile, PdfTocEntry
 from corpus_pipeline.contracts.profile import PdfCategory
 from corpus_pipeline.enrich.llm import ChatModel, LLMFailure
 from corpus_pipeline.errors import CorruptDocumentError, PasswordRequiredError, WrongPasswordError
-from corpus_pipeline.parsing.pdf.layout import gutters, image_coverage, page_blocks
+from corpus_pipeline.parsing.pdf.layout import gutters, image_coverage, page_blocks, text_space
 from corpus_pipeline.settings import CorpusSettings
 
 # PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
@@ -104,8 +104,8 @@ def _page_facts(page: Page, number: int) -> tuple[PdfPageFacts, Counter[str], Co
             sizes[ln.size] += n
             max_size = max(max_size, ln.size)
             texts.append(ln.text)
-    rect = page.rect
-    columns = len(gutters(blocks, rect.width)) + 1 if chars else 1
+    rect = page.rect  # as displayed: a landscape slide stays landscape
+    columns = len(gutters(blocks, text_space(page).width)) + 1 if chars else 1
     facts = PdfPageFacts(
         page=number,
         width=round(rect.width, 1),

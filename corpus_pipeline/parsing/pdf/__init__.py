@@ -47,6 +47,7 @@ from corpus_pipeline.parsing.pdf.layout import (
     reading_order,
     repeated_keys,
     strip_furniture,
+    text_space,
 )
 from corpus_pipeline.parsing.pdf.ocr import (
     OcrParagraph,
@@ -189,7 +190,7 @@ class _Reader:
         """Normalised page text without headers/footers (a running title is no evidence)."""
         page = self.doc.load_page(number - 1)
         blocks = strip_furniture(
-            page_blocks(page, number), page.rect.height, set(), self.doc.page_count < 3
+            page_blocks(page, number), text_space(page).height, set(), self.doc.page_count < 3
         )
         return norm(" ".join(ln.text for b in blocks for ln in b.lines))
 
@@ -233,7 +234,8 @@ class _Reader:
     def _read_page(self, number: int) -> _Page:
         page = self.doc.load_page(number - 1)
         blocks = page_blocks(page, number)
-        p = _Page(number, page.rect.width, page.rect.height, blocks)
+        space = text_space(page)
+        p = _Page(number, space.width, space.height, blocks)
         chars = sum(len(ln.text) for b in blocks for ln in b.lines)
         if chars < _SCAN_CHARS and (self.category == "scan" or image_coverage(page) >= 0.5):
             if tesseract_version() is None:
@@ -394,7 +396,7 @@ class _Reader:
             if len(cands) < 3:
                 continue
             page = self.doc.load_page(number - 1)
-            area = page.rect.width * page.rect.height
+            area = abs(text_space(page))
             try:
                 frames = [
                     _box(d["rect"])

@@ -29,9 +29,15 @@ BAND = 0.08  # top/bottom share of the page where running headers and footers li
 BBox = tuple[float, float, float, float]
 
 
+def text_space(page: Any) -> Any:
+    """The page rectangle in the unrotated space PyMuPDF extracts text, drawings and images in
+    (`page.rect` is the rotated, displayed one: on a /Rotate 90 page width and height swap)."""
+    return page.rect * page.derotation_matrix
+
+
 def image_coverage(page: Any) -> float:
     """Share of the page area covered by placed images (0..1); the scan/atlas evidence."""
-    rect = page.rect
+    rect = text_space(page)
     area = max(rect.width * rect.height, 1.0)
     covered = 0.0
     try:
