@@ -409,3 +409,11 @@ def test_a_table_on_a_rotated_page_keeps_its_rows(tmp_path):
     text = " ".join(r.text for r in rows if r.row_type is RowType.PARAGRAPH)
     assert "Prices of the week" in text and "include tax" in text
     assert "Apple" not in text, "cell text is not repeated as body text"
+
+
+def test_a_web_address_set_large_is_not_a_heading(tmp_path):
+    path = make_pdf(
+        tmp_path / "cover.pdf",
+        [[("Engine maintenance", 16, "helv"), *body(), ("ibm.com/redbooks", 16, "helv"), *body()]],
+    )
+    assert [h[0] for h in headings(parse(path, tmp_path))] == ["Engine maintenance"]

@@ -32,6 +32,11 @@ _CHAPTER = re.compile(
     re.I,
 )
 BULLET = re.compile(r"^\s*[•◦▪▫‣⁃●○■□➢►▶✓✔∙·]")
+# A web address on its own line (a publisher's site on a cover or in a footer) is not a section.
+WEB_ADDRESS = re.compile(
+    r"^(?:https?://\S+|www\.\S+|(?:[\w-]+\.)+(?:com|org|net|edu|gov|int|io|info|biz|co|eu|de|uk|fr)(?:/\S*)?)$",
+    re.IGNORECASE,
+)
 CAPTION = re.compile(
     r"^\s*(?:figure|fig\.|abbildung|abb\.|image|chart|graph|table|tab\.|tabelle|tableau)\s*"
     r"[\dIVX]+[a-z]?\s*[:.\-–—]?",
@@ -180,7 +185,7 @@ def classify(seg: Segment, nxt: Segment | None, stats: Stats) -> tuple[Kind | No
         return None, None
     if letters < 2 or CAPTION.match(text) or text[-1] in ",;" or text.endswith("-"):
         return None, None
-    if BULLET.match(text):
+    if BULLET.match(text) or WEB_ADDRESS.match(text):
         return None, None
     if nxt is not None and nxt.block == seg.block and nxt.text[:1].islower():
         return None, None  # the run continues mid-sentence: emphasis, not a heading
