@@ -17,7 +17,7 @@ from typing import Literal
 
 from corpus_pipeline.contracts import PdfTocEntry
 from corpus_pipeline.enrich.llm import ChatModel, LLMFailure
-from corpus_pipeline.parsing.pdf.layout import BBox, Line
+from corpus_pipeline.parsing.pdf.layout import BBox, Line, union
 
 Kind = Literal["numbered", "size", "bold"]
 
@@ -91,12 +91,7 @@ class Segment:
 
     @property
     def bbox(self) -> BBox:
-        return (
-            min(ln.bbox[0] for ln in self.lines),
-            min(ln.bbox[1] for ln in self.lines),
-            max(ln.bbox[2] for ln in self.lines),
-            max(ln.bbox[3] for ln in self.lines),
-        )
+        return union(ln.bbox for ln in self.lines)
 
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,12 @@ TEXT_FLAGS = (
 BAND = 0.08  # top/bottom share of the page where running headers and footers live
 
 BBox = tuple[float, float, float, float]
+
+
+def union(boxes: Iterable[BBox]) -> BBox:
+    """The smallest box holding every given box (at least one)."""
+    x0, y0, x1, y1 = zip(*boxes, strict=True)
+    return (min(x0), min(y0), max(x1), max(y1))
 
 
 def text_space(page: Any) -> Any:
@@ -75,12 +82,7 @@ class Block:
 
     @property
     def bbox(self) -> BBox:
-        return (
-            min(ln.bbox[0] for ln in self.lines),
-            min(ln.bbox[1] for ln in self.lines),
-            max(ln.bbox[2] for ln in self.lines),
-            max(ln.bbox[3] for ln in self.lines),
-        )
+        return union(ln.bbox for ln in self.lines)
 
 
 def page_blocks(page: Page, page_number: int) -> list[Block]:
