@@ -8,9 +8,10 @@
    namespace's CURRENT.json (so the revision is pinned even if someone republishes the shared
    cache meanwhile) and symlinks to its `tantivy/` and `lance/` folders. The service's access
    statistics (SQLite) therefore land in the temporary home, never in the shared cache.
-2. Starts the real service in a child process: `uvicorn.run(create_app(settings))` on 127.0.0.1,
-   a free port, one worker process, as `corpus serve` configures it (log level info, access log
-   on, written to a log file). No API keys file -> loopback anonymous access. The answer cache
+2. Starts the real service in a child process exactly as `corpus serve` runs it
+   (`query_service.server.serve`, settings from CORPUS_* variables) on 127.0.0.1, a free port,
+   with --server-workers processes (default as `corpus serve`: one per usable core; access log
+   off; output to a log file). No API keys file -> loopback anonymous access. The answer cache
    is OFF (`cache_max_entries=0`), so every request runs classic search and serialises anew.
 3. Per concurrency level, a load generator in ANOTHER process (multiprocessing, spawn) runs N
    threads, each with its own keep-alive `httpx.Client`, in a closed loop (no think time):
@@ -20,7 +21,9 @@
    runs: classic search + JSON bytes) and `classic_search` alone, measured once before and once
    after the 1-client level; the HTTP overhead is HTTP p50 at 1 client / in-process p50.
 5. A transport baseline: `GET /healthz` at 1 client (framework + loopback + client cost).
-6. If the target is missed (or with --profile), a second, instrumented server instance is
+   Then, side by side in the same run, the target level (8 clients) against a server with each
+   of --compare-workers process counts (default 1: what one process alone achieves).
+6. If the target is missed (or with --profile), a one-process instrumented server instance is
    started and fed an 8-client burst twice: once with stage timers only (ASGI time, executor
    queue wait, executor run, classic search) and once with cProfile on the event-loop thread and
    on every executor thread. Results in benchmarks/results/http_latency_profile.txt.
@@ -55,9 +58,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Annotated, Any
-
-from fastapi import Header, Request
+from typing import Any
 
 from benchmarks.search_latency import log, percentile
 
@@ -271,113 +272,56 @@ def _timing_middleware(app: ASGIApp, inst: _Instrument) -> ASGIApp:
 
 
 def serve(args: argparse.Namespace) -> None:
-    """Child process: the real app under uvicorn (optionally with stage timers)."""
+    """Child process: the service exactly as `corpus serve` runs it (query_service.server.serve,
+    settings from CORPUS_* variables), or one instrumented process with stage timers."""
     import logging
 
     import uvicorn
 
     from query_service import service as service_module
     from query_service.app import create_app
+    from query_service.server import serve as corpus_serve
     from query_service.service import QueryService
 
     settings = service_settings(args.home, args.service_workers)
-    variants = set(args.variant.split(",")) - {""} if args.variant else set()
+    if not args.instrument:
+        os.environ.update(
+            CORPUS_HOME=str(settings.home),
+            CORPUS_API_KEYS_FILE=str(settings.keys_file),
+            CORPUS_SERVICE_WORKERS=str(settings.service_workers),
+            CORPUS_CACHE_MAX_ENTRIES=str(settings.cache_max_entries),
+        )
+        corpus_serve(settings, "127.0.0.1", args.port, args.server_workers)
+        return
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     service = QueryService(settings)
-    app: Any
-    if args.instrument:
-        inst = _Instrument(Path(args.instrument + ".control"), Path(args.instrument))
-        service.executor.shutdown()
-        service.executor = _TimedExecutor(settings.service_workers, inst)
-        real_classic = vars(service_module)["classic_search"]
-        real_search = service.search
+    inst = _Instrument(Path(args.instrument + ".control"), Path(args.instrument))
+    service.executor.shutdown()
+    service.executor = _TimedExecutor(settings.service_workers, inst)
+    real_classic = vars(service_module)["classic_search"]
+    real_search = service.search_with_revision
 
-        def timed_classic(*a: Any, **kw: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return real_classic(*a, **kw)
-            finally:
-                inst.record("classic_search", time.perf_counter() - started)
+    def timed_classic(*a: Any, **kw: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return real_classic(*a, **kw)
+        finally:
+            inst.record("classic_search", time.perf_counter() - started)
 
-        def timed_search(*a: Any, **kw: Any) -> bytes:
-            started = time.perf_counter()
-            try:
-                return real_search(*a, **kw)
-            finally:
-                inst.record("service_search", time.perf_counter() - started)
+    def timed_search(*a: Any, **kw: Any) -> tuple[bytes, int]:
+        started = time.perf_counter()
+        try:
+            return real_search(*a, **kw)
+        finally:
+            inst.record("service_search", time.perf_counter() - started)
 
-        vars(service_module)["classic_search"] = timed_classic  # module global used by search()
-        service.search = timed_search  # type: ignore[method-assign]
-        signal.signal(signal.SIGUSR1, inst.start)
-        signal.signal(signal.SIGUSR2, inst.stop)
-        app = _timing_middleware(apply_variants(create_app(settings, service), variants), inst)
-    elif args.uvicorn_workers > 1:  # exploratory: N worker processes, each its own app
-        service.executor.shutdown()
-        os.environ["HTTP_LATENCY_HOME"] = str(args.home)
-        os.environ["HTTP_LATENCY_SERVICE_WORKERS"] = str(args.service_workers)
-        uvicorn.run(
-            "benchmarks.http_latency:worker_app",
-            factory=True,
-            host="127.0.0.1",
-            port=args.port,
-            workers=args.uvicorn_workers,
-            log_level="info",
-        )
-        return
-    else:
-        app = apply_variants(create_app(settings, service), variants)
-    # As `corpus serve` runs it (query_service/server.py): log level info, access log on.
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=args.port,
-        workers=1,
-        log_level="info",
-        access_log="no-access-log" not in variants,
-    )
-
-
-VARIANTS = ("async-deps", "no-access-log", "switch-1ms")
-
-
-def apply_variants(app: Any, variants: set[str]) -> Any:
-    """What-if changes for exploratory runs (--variant), applied from outside app.py:
-    async-deps: `get_service`/`get_principal` as `async def` (FastAPI runs plain `def`
-    dependencies in its threadpool, two thread hops per request); no-access-log: uvicorn's
-    access log off; switch-1ms: sys.setswitchinterval(0.001) instead of 5 ms."""
-    from query_service import app as app_module
-
-    if "switch-1ms" in variants:
-        sys.setswitchinterval(0.001)
-    if "async-deps" in variants:
-        app.dependency_overrides[app_module.get_service] = _async_service_dep
-        app.dependency_overrides[app_module.get_principal] = _async_principal_dep
-    return app
-
-
-# Module level: FastAPI resolves these (string) annotations in the module's globals.
-async def _async_service_dep(request: Request) -> Any:
-    from query_service import app as app_module
-
-    return app_module.get_service(request)
-
-
-async def _async_principal_dep(
-    request: Request,
-    authorization: Annotated[str | None, Header()] = None,
-    x_api_key: Annotated[str | None, Header()] = None,
-) -> Any:
-    from query_service import app as app_module
-
-    return app_module.get_principal(request, authorization, x_api_key)
-
-
-def worker_app() -> Any:
-    """uvicorn factory for --uvicorn-workers > 1 (settings from the environment)."""
-    from query_service.app import create_app
-
-    home = Path(os.environ["HTTP_LATENCY_HOME"])
-    return create_app(service_settings(home, int(os.environ["HTTP_LATENCY_SERVICE_WORKERS"])))
+    vars(service_module)["classic_search"] = timed_classic  # module global used by search()
+    service.search_with_revision = timed_search  # type: ignore[method-assign]
+    signal.signal(signal.SIGUSR1, inst.start)
+    signal.signal(signal.SIGUSR2, inst.stop)
+    app = _timing_middleware(create_app(settings, service), inst)
+    # One process (the profiler needs one), otherwise as `corpus serve`: access log off.
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="info", access_log=False)
 
 
 @dataclass
@@ -393,8 +337,7 @@ def running_server(
     service_workers: int,
     log_path: Path,
     instrument: str | None = None,
-    uvicorn_workers: int = 1,
-    variant: str = "",
+    server_workers: int = 1,
 ) -> Iterator[Server]:
     import httpx
 
@@ -413,7 +356,7 @@ def running_server(
     ]
     if instrument:
         cmd += ["--instrument", instrument]
-    cmd += ["--uvicorn-workers", str(uvicorn_workers), "--variant", variant]
+    cmd += ["--server-workers", str(server_workers)]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
             cmd, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
@@ -423,7 +366,7 @@ def running_server(
         deadline = time.monotonic() + READY_TIMEOUT
         ready_in_a_row = 0  # with several worker processes, each must answer
         with httpx.Client(base_url=server.base_url, timeout=2.0) as client:
-            while ready_in_a_row < 10 * uvicorn_workers:
+            while ready_in_a_row < 10 * server_workers:
                 if process.poll() is not None:
                     raise RuntimeError(f"server exited ({process.returncode}); see {log_path}")
                 if time.monotonic() > deadline:
@@ -701,18 +644,14 @@ def _breakdown(window: dict[str, Any]) -> dict[str, Any]:
             client_mean - means["asgi"], 3
         ),
         "app_total (ASGI call -> last body byte sent)": means["asgi"],
-        "before_submit (body, validation, Depends in threadpool, _require_unicode)": means[
-            "before_submit"
-        ],
+        "before_submit (body, validation, dependencies, _require_unicode)": means["before_submit"],
         "executor_queue_wait": means["queue_wait"],
         "executor_run (QueryService.search)": means["executor_run"],
         "  of which classic_search": means["classic_search"],
         "  of which cache key + JSON dump + stats": round(
             means["service_search"] - means["classic_search"], 3
         ),
-        "after_executor (wake-up, revision lookup, Response, send, access log)": round(
-            loop_after - means["executor_run"], 3
-        ),
+        "after_executor (wake-up, Response, send)": round(loop_after - means["executor_run"], 3),
     }
 
 
@@ -722,7 +661,6 @@ def profile_phase(
     bodies: list[bytes],
     tmp: Path,
     out_txt: Path,
-    variant: str = "",
 ) -> dict[str, Any]:
     """An instrumented server: stage timers at 1 and 8 clients, then cProfile at 8 clients."""
     import multiprocessing as mp
@@ -735,9 +673,7 @@ def profile_phase(
         (f"timing-{PROFILE_CLIENTS}", PROFILE_CLIENTS),
         ("profile", PROFILE_CLIENTS),
     )
-    with running_server(
-        home, service_workers, tmp / "server-instr.log", str(prefix), variant=variant
-    ) as server:
+    with running_server(home, service_workers, tmp / "server-instr.log", str(prefix)) as server:
         for label, clients in plan:
             level = Level(clients=clients, warmup=1.0, duration=PROFILE_SECONDS)
             control.write_text(label, encoding="utf-8")
@@ -813,8 +749,12 @@ def markdown_table(result: dict[str, Any]) -> str:
             f"| in-process `{name}` | 1 (thread) | {s['n']} | {1000 / s['mean_ms']:.1f} "
             f"| {s['p50_ms']:.2f} | {s['p95_ms']:.2f} | {s['p99_ms']:.2f} | 0 | | | |"
         )
-    rows = [("GET /healthz", result["baseline_healthz"])] + [
-        ("POST /v1/search", lv) for lv in result["levels"]
+    workers = result["params"]["server_workers"]
+    rows = [("GET /healthz", result["baseline_healthz"])]
+    rows += [(f"POST /v1/search, {workers} process(es)", lv) for lv in result["levels"]]
+    rows += [
+        (f"POST /v1/search, {lv['server_workers']} process(es)", lv)
+        for lv in result.get("compare_workers", [])
     ]
     for name, lv in rows:
         lines.append(
@@ -884,8 +824,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 home,
                 args.service_workers,
                 tmp / "server.log",
-                uvicorn_workers=args.uvicorn_workers,
-                variant=args.variant,
+                server_workers=args.server_workers,
             ) as server:
                 phases["server_start"] = time.perf_counter() - mark
                 log(f"server ready at {server.base_url} (pid {server.process.pid})")
@@ -911,6 +850,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         inproc_runs.append(measure_in_process(service, requests))
                 phases["measure"] = time.perf_counter() - mark
             server_log_tail = server.log_path.read_text(errors="replace").splitlines()[-5:]
+            mark = time.perf_counter()
+            compared = []
+            for workers in args.compare_workers:
+                with running_server(
+                    home,
+                    args.service_workers,
+                    tmp / f"server-{workers}.log",
+                    server_workers=workers,
+                ) as other:
+                    level = run_level(
+                        other, Level(TARGET_CLIENTS, args.warmup, args.duration), bodies, tmp
+                    )
+                log(
+                    f"{TARGET_CLIENTS:>3} clients, {workers} server process(es): "
+                    f"{level['throughput_rps']} req/s, p50 {level.get('p50_ms')} ms"
+                )
+                compared.append({"server_workers": workers, **level})
+            phases["compare_workers"] = time.perf_counter() - mark
         finally:
             service.stop()
         inproc = {
@@ -952,10 +909,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "duration_s": args.duration,
                 "service_workers": args.service_workers,
                 "cache_max_entries": 0,
-                "uvicorn_workers": args.uvicorn_workers,
-                "variant": args.variant or None,
-                "uvicorn": f"{args.uvicorn_workers} worker process(es), 127.0.0.1, "
-                "log_level=info, access log on (as `corpus serve`)",
+                "server_workers": args.server_workers,
+                "server": f"`corpus serve --workers {args.server_workers}` "
+                "(query_service.server.serve: uvicorn, 127.0.0.1, access log off)",
                 "client": "threads, one keep-alive httpx.Client each, closed loop, separate "
                 "process (spawn)",
                 "in_process": "single thread, same pinned revision, same queries, warm-up pass "
@@ -970,6 +926,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "in_process": inproc,
             "baseline_healthz": {k: v for k, v in baseline.items() if k != "latencies_ms"},
             "levels": [{k: v for k, v in lv.items() if k != "latencies_ms"} for lv in levels],
+            "compare_workers": [
+                {k: v for k, v in lv.items() if k != "latencies_ms"} for lv in compared
+            ],
             "http_overhead_at_1_client": overhead,
             "server_log_tail": server_log_tail,
         }
@@ -984,7 +943,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 bodies,
                 tmp,
                 args.out.with_name(args.out.stem + "_profile.txt"),
-                args.variant,
             )
             phases["profile"] = time.perf_counter() - mark
             for label, bd in result["profile"]["breakdown_mean_ms"].items():
@@ -1001,6 +959,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     from benchmarks.search_latency import DEFAULT_QUESTIONS
+    from query_service.server import default_workers
 
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1012,7 +971,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--service-workers", type=int, default=4, help="ServiceSettings default: 4")
     ap.add_argument(
-        "--uvicorn-workers", type=int, default=1, help="server processes (exploratory; default 1)"
+        "--server-workers",
+        type=int,
+        default=default_workers(),
+        help="server processes (default as `corpus serve`: one per usable core)",
+    )
+    ap.add_argument(
+        "--compare-workers",
+        default="1",
+        help="also measure the target level with these server process counts (comma-separated, "
+        "'' for none), side by side in the same run",
     )
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/corpus-bench"))
     ap.add_argument("--seed", type=int, default=7)
@@ -1025,12 +993,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="auto",
         help="instrumented profile run: auto = only when the target is missed",
     )
-    ap.add_argument(
-        "--variant",
-        default="",
-        help=f"exploratory what-if server changes, comma-separated from {VARIANTS} "
-        "(default: none, the service exactly as shipped)",
-    )
     # Internal: the server child.
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--home", type=Path, help=argparse.SUPPRESS)
@@ -1039,9 +1001,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if isinstance(args.clients, str):
         args.clients = [int(c) for c in args.clients.split(",") if c.strip()]
-    unknown = set(args.variant.split(",")) - {""} - set(VARIANTS)
-    if unknown:
-        ap.error(f"unknown --variant {sorted(unknown)}")
+    args.compare_workers = [
+        int(w)
+        for w in args.compare_workers.split(",")
+        if w.strip() and int(w) != args.server_workers
+    ]
     if not args.serve and (not args.clients or min(args.clients) < 1):
         ap.error("--clients needs positive integers")
     if not args.serve and (args.duration <= 0 or args.duration > 300 or args.warmup < 0):

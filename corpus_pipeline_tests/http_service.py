@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import json
-import socket
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import httpx
 import uvicorn
 
 from query_service.app import create_app
 from query_service.auth import hash_key
 from query_service.config import ServiceSettings
+
+from .services import free_port
+
+CORPUS_CLI = Path(sys.executable).with_name("corpus")
 
 
 def write_api_keys(home: Path, keys: dict[str, tuple[str, list[str]]]) -> Path:
@@ -27,13 +35,6 @@ def write_api_keys(home: Path, keys: dict[str, tuple[str, list[str]]]) -> Path:
     ]
     path.write_text(json.dumps({"keys": entries}))
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager
@@ -55,3 +56,50 @@ def running_service(settings: ServiceSettings) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+@contextmanager
+def served_by_cli(home: Path, workers: int, timeout: float = 60.0) -> Iterator[tuple[str, int]]:
+    """`corpus serve --workers N` as its own process group on a free loopback port; yields the
+    base URL and the supervisor's pid once /readyz answers 200; stops the group after."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(CORPUS_CLI), "serve", "--port", str(port), "--workers", str(workers)],
+        env={**os.environ, "CORPUS_HOME": str(home), "CORPUS_RELOAD_SECONDS": "0.2"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"corpus serve exited with code {process.returncode}")
+            with suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"corpus serve was not ready within {timeout} s")
+            time.sleep(0.1)
+        yield url, process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def child_pids(pid: int) -> set[int]:
+    """Direct children of a process (from /proc)."""
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                children.add(int(stat.parent.name))
+    return children

@@ -21,7 +21,7 @@ from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import CorpusSettings, load_settings
 from query_service.config import ServiceSettings
 
-from .http_service import running_service, write_api_keys
+from .http_service import child_pids, running_service, served_by_cli, write_api_keys
 from .support import build_documents
 
 pytestmark = pytest.mark.slow
@@ -58,13 +58,19 @@ def service(corpus: CorpusSettings) -> Iterator[str]:
 
 
 def run_with_client(
-    url: str, key: str, body: Callable[[Client], Awaitable[None]], bearer: bool = False
+    url: str,
+    key: str,
+    body: Callable[[Client], Awaitable[None]],
+    bearer: bool = False,
+    keep_alive: bool = True,
 ) -> None:
-    """Connect the MCP client to `<url>/mcp/` with an API key and run `body` on it."""
+    """Connect the MCP client to `<url>/mcp/` with an API key and run `body` on it (without
+    keep-alive every request opens a new connection, which any server process may accept)."""
     headers = {"Authorization": f"Bearer {key}"} if bearer else {"X-API-Key": key}
+    limits = httpx2.Limits() if keep_alive else httpx2.Limits(max_keepalive_connections=0)
 
     async def main() -> None:
-        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+        async with httpx2.AsyncClient(headers=headers, timeout=30, limits=limits) as http:
             transport = streamable_http_client(f"{url}/mcp/", http_client=http)
             async with Client(transport) as client:
                 await body(client)
@@ -155,6 +161,46 @@ def test_a_forbidden_namespace_answers_exactly_like_a_missing_one(service: str) 
         assert [r["source_file_name"] for r in own["results"]] == ["geese.md"]
 
     run_with_client(service, "bob-key", body)
+
+
+def test_mcp_sessions_work_whichever_server_process_answers(corpus: CorpusSettings) -> None:
+    """`corpus serve --workers 2`: MCP is stateless, so a session whose requests land on
+    different processes (a new connection per request) still works end to end."""
+
+    async def body(client: Client) -> None:
+        for _ in range(4):
+            found = structured(await client.call_tool("search", {"query": "mallards", "top_k": 1}))
+            assert found["results"][0]["section_path"] == ["Ducks", "Dabbling"]
+            chunk_id = found["results"][0]["chunk_id"]
+            read = structured(await client.call_tool("read", {"refs": [{"chunk_id": chunk_id}]}))
+            assert read["items"][0]["chunks"][0]["content"] == "Dabbling\n\nMallards dabble."
+
+    with served_by_cli(corpus.home, workers=2) as (url, pid):
+        assert len(child_pids(pid)) >= 2
+        # A tool call that carries no session (no initialize, no Mcp-Session-Id) is answered:
+        # no process needs state from an earlier request.
+        raw = httpx.post(
+            f"{url}/mcp/",
+            json={
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "search", "arguments": {"query": "mallards", "top_k": 1}},
+            },
+            headers={"Accept": "application/json, text/event-stream", "X-API-Key": "alice-key"},
+            timeout=30,
+        )
+        assert raw.status_code == 200, raw.text
+        assert '"Dabbling"' in raw.text and '"id":7' in raw.text.replace(" ", "")
+        run_with_client(url, "alice-key", body, keep_alive=False)
+        answer = httpx.post(
+            f"{url}/v1/search",
+            json={"query": "geese", "namespace": "team"},
+            headers={"X-API-Key": "bob-key"},
+            timeout=30,
+        )
+        assert answer.status_code == 200
+        assert [r["source_file_name"] for r in answer.json()["results"]] == ["geese.md"]
 
 
 INITIALIZE = {

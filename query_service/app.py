@@ -148,7 +148,11 @@ def create_app(
     from query_service.mcp_server import build_mcp
 
     mcp = build_mcp(service)
-    mcp_app = mcp.streamable_http_app(streamable_http_path="/", transport_security=None)
+    # Stateless: every MCP request stands alone (our tools need no session state), so any
+    # server process of `corpus serve --workers N` can answer any request.
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/", transport_security=None, stateless_http=True
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

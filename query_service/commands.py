@@ -9,20 +9,23 @@ import click
 
 from query_service.auth import create_local_key
 from query_service.config import ServiceSettings
-from query_service.server import UnsafeBinding, serve, serve_stdio
+from query_service.server import UnsafeBinding, default_workers, serve, serve_stdio
 
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.option(
-    "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Server processes."
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Server processes  [default: one per usable CPU core]",
 )
 @click.option("--access-log/--no-access-log", default=False, show_default=True)
-def serve_command(host: str, port: int, workers: int, access_log: bool) -> None:
+def serve_command(host: str, port: int, workers: int | None, access_log: bool) -> None:
     """Serve the published corpus over HTTP (/v1, /docs) and MCP (/mcp)."""
     try:
-        serve(ServiceSettings(), host, port, workers, access_log)
+        serve(ServiceSettings(), host, port, workers or default_workers(), access_log)
     except UnsafeBinding as exc:
         raise click.UsageError(str(exc)) from exc
 

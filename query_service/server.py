@@ -46,17 +46,31 @@ def create_default_app() -> Any:
     return create_app(ServiceSettings())
 
 
+def default_workers() -> int:
+    """One server process per CPU core this process may run on (at most 8).
+
+    A process's Python work (HTTP, validation, fusion, JSON) holds one interpreter lock, so one
+    process tops out at about one core; the index search itself releases the lock. Each
+    process maps the same index files (shared page cache) and polls for new revisions itself.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
 def serve(
     settings: ServiceSettings, host: str, port: int, workers: int = 1, access_log: bool = False
 ) -> None:
-    """Run uvicorn. One process serves about one core of search work; `workers` > 1 starts
-    several processes (each loads the snapshot; MCP sessions then need a sticky client).
-    The per-request access log is off by default: it costs ~1 ms on the event loop."""
+    """Run uvicorn with `workers` processes (MCP is stateless, so any process answers any
+    request). The per-request access log is off by default: it costs ~1 ms on the event loop."""
     import uvicorn
 
     notice = check_binding(settings, host)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     log.info(notice)
+    log.info("starting %d server process(es) on %s:%d", workers, host, port)
     os.environ["CORPUS_HOME"] = str(settings.home)
     uvicorn.run(
         "query_service.server:create_default_app",
