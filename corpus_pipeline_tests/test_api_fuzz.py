@@ -123,6 +123,10 @@ def test_no_operation_answers_with_a_server_error(base_url: str) -> None:
                 run()
             except Exception as exc:  # every operation runs; all failures are reported together
                 failures[f"{operation.label} ({mode})"] = f"{type(exc).__name__}: {exc}"
+    print(  # the run summary (pytest -s)
+        f"schemathesis: {sum(calls.values())} calls over {len(calls)} operations, "
+        f"statuses {dict(sorted(statuses.items()))}"
+    )
     assert not failures, failures
     assert set(calls) == {op.label for op in operations}, calls
     assert statuses[200] > 0 and 401 not in statuses, statuses  # fuzzed with a valid key

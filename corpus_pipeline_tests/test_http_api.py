@@ -201,6 +201,7 @@ def test_cache_keys_include_filters_and_principal(service):
     }
     assert after["hits"] - before["hits"] == 1
     assert after["misses"] - before["misses"] == 2
+    assert after["process_id"] == before["process_id"] > 0
 
 
 def test_failed_answers_are_not_cached(service):

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -330,6 +331,7 @@ def create_app(
             misses=cache.misses,
             max_entries=cache.max_entries,
             max_bytes=cache.max_bytes,
+            process_id=os.getpid(),
         )
 
     app.mount("/mcp", _mcp_auth(service, mcp_app))

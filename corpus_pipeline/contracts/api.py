@@ -156,12 +156,15 @@ class FilterValues(_Model):
 
 
 class CacheStats(_Model):
+    """The answer cache of the server process that answered (each process has its own)."""
+
     entries: int
     bytes: int
     hits: int
     misses: int
     max_entries: int
     max_bytes: int
+    process_id: int = Field(description="The server process these counters belong to.")
 
 
 class Health(_Model):
