@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from corpus_pipeline.contracts import SectionNode
-from corpus_pipeline.publish.graph import document_keywords, overlap_score, related_edge
+from corpus_pipeline.publish.graph import (
+    document_keywords,
+    overlap_score,
+    related_edge,
+    related_edges,
+)
 from corpus_pipeline.publish.sections import build_sections, section_id_for
 
 
@@ -53,3 +60,25 @@ def test_sections_create_missing_ancestors_parents_first():
     assert by_path[("B",)].parent_id is None
     assert by_path[("A",)].summary == "about A"
     assert by_path[("B", "B.1", "B.1.a")].level == 3
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from([f"doc{i}" for i in range(8)]),
+        st.lists(st.sampled_from("abcdefgh"), min_size=0, max_size=6, unique=True),
+        max_size=8,
+    ),
+    st.data(),
+)
+def test_related_edges_from_the_keyword_index_equal_comparing_every_pair(nodes, data):
+    changed_ids = data.draw(
+        st.sets(st.sampled_from(sorted(nodes)), max_size=len(nodes)) if nodes else st.just(set())
+    )
+    changed = {d: nodes[d] for d in sorted(changed_ids)}
+    expected = {}
+    for doc, keywords in changed.items():
+        for other, other_keywords in nodes.items():
+            edge = related_edge(doc, keywords, other, other_keywords)
+            if edge is not None:
+                expected[(edge.source, edge.target)] = edge
+    assert related_edges(changed, nodes.items()) == [expected[k] for k in sorted(expected)]

@@ -7,11 +7,14 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import lancedb
 import pytest
+import tantivy
 
 from corpus_pipeline.contracts.search import SearchRequest
+from corpus_pipeline.index import channels as ch
 from corpus_pipeline.publish import tables as t
 from corpus_pipeline.publish.publisher import read_pointer
 from corpus_pipeline.publish.service import publish
@@ -78,6 +81,55 @@ def test_lance_tables_describe_the_same_documents_and_sections(published):
     ]
     nodes = revision.table(t.GRAPH_NODES).to_arrow().to_pylist()
     assert len(nodes) == 3 and all(n["keywords"] for n in nodes)
+
+
+def _published_state(settings) -> dict[str, Any]:
+    """What a revision holds, independent of how it was written: table rows (without times
+    and the manifest, which records the run's timings) and the index's stored payloads."""
+    revision = open_revision(settings.published_dir, "default")
+    tables = {}
+    for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES, t.GRAPH_EDGES):
+        rows = (
+            revision.table(name)
+            .to_arrow()
+            .drop_columns(
+                [
+                    c
+                    for c in ("created_at", "updated_at", "manifest")
+                    if c in revision.table(name).schema.names
+                ]
+            )
+        )
+        tables[name] = sorted(repr(sorted(r.items())) for r in rows.to_pylist())
+    hits = revision.searcher.search(tantivy.Query.all_query(), 1000).hits
+    payloads = sorted(
+        repr(ch.decode_stored(revision.searcher.doc(a)[ch.F_STORED][0])) for _, a in hits
+    )
+    return {"tables": tables, "payloads": payloads, "chunks": revision.pointer.chunks}
+
+
+def test_a_bulk_publish_streamed_in_small_batches_equals_one_batch(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+):
+    """Rows reach LanceDB in bounded batches and unique chunks reach the index as they are
+    read; the revision is the same as when everything is written at once."""
+    from corpus_pipeline.publish import publisher
+    from corpus_pipeline.settings import load_settings
+
+    docs: dict[str, bytes | str] = {"alpha.md": ALPHA, "beta.md": BETA, "gamma.md": GAMMA}
+    states = []
+    for batch in (10_000, 2):
+        settings = load_settings(home=tmp_path / f"batch-{batch}")
+        build_documents(settings, docs)
+        monkeypatch.setattr(publisher, "LANCE_BATCH_ROWS", batch)
+        publish(settings)
+        states.append(_published_state(settings))
+    assert states[0] == states[1]
+    assert (
+        states[0]["chunks"] == len(states[0]["payloads"]) == len(states[0]["tables"][t.CHUNKS]) - 1
+    )
+    shared = [p for p in states[0]["payloads"] if "flight feathers" in p]
+    assert len(shared) == 1 and shared[0].count("'document_id'") == 2
 
 
 def test_publishing_without_changes_keeps_the_revision(published):

@@ -56,3 +56,28 @@ def related_edge(
         return None
     source, target = sorted((doc_a, doc_b))
     return Edge(source=source, target=target, score=round(score, 6), shared=shared)
+
+
+def related_edges(
+    changed: dict[str, list[str]], nodes: Iterable[tuple[str, list[str]]]
+) -> list[Edge]:
+    """Every edge between a changed document and any node (changed ones included), sorted.
+
+    Candidates come from an inverted keyword index over `nodes`, so only pairs that share a
+    keyword are compared (the same edges as comparing every pair)."""
+    keywords_of: dict[str, list[str]] = {}
+    by_keyword: dict[str, set[str]] = {}
+    for doc, keywords in nodes:
+        keywords_of[doc] = keywords
+        for keyword in keywords:
+            by_keyword.setdefault(keyword, set()).add(doc)
+    edges: dict[tuple[str, str], Edge] = {}
+    for doc, keywords in changed.items():
+        if len(keywords) < MIN_SHARED:
+            continue
+        candidates = set().union(*(by_keyword.get(k, set()) for k in keywords)) - {doc}
+        for other in sorted(candidates):
+            edge = related_edge(doc, keywords, other, keywords_of[other])
+            if edge is not None:
+                edges[(edge.source, edge.target)] = edge
+    return [edges[key] for key in sorted(edges)]

@@ -5,16 +5,20 @@ Order of work, per call:
    also covers the CLI and a crashed writer), load the CURRENT pointer and roll every LanceDB
    table back to the version that pointer names (a crashed publish leaves newer versions);
 2. diff the registry against the published documents by artifact signature;
-3. tantivy: a new index folder per revision, hard-linked from the previous one (segments are
-   immutable), updated only for the changed documents' chunks — content-hash dedupe across the
-   namespace means a chunk document lists every place its content occurs;
-4. LanceDB: delete the changed/removed documents' rows, insert the new ones (sections built
-   top-down, graph nodes and `related` edges);
+3. documents, streamed one at a time: a new tantivy index folder per revision, hard-linked
+   from the previous one (segments are immutable); the changed/removed documents' LanceDB rows
+   deleted, then each changed document's rows appended in bounded batches and its chunks added
+   to the index as they are read. Content-hash dedupe across the namespace means a chunk's
+   index document lists every place its content occurs: chunks found in several documents (or
+   already indexed) are merged first and written after the last document;
+4. graph edges of the changed documents (one candidate query + an inverted keyword index),
+   LanceDB scalar indices;
 5. write the revision file and swap CURRENT atomically (os.replace). Readers see the old
    revision or the new one, never a mix; a crash before step 5 leaves the old one intact.
 
 The work of steps 3–4 grows with the changed documents, not with the corpus: chunk lookups are
-term queries, deletes hit scalar indices, edge candidates come from a label-list index.
+term queries, deletes hit scalar indices, edge candidates share a keyword. Memory is bounded
+by one document plus one batch of rows (plus the merged duplicates), not by the batch.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -39,11 +44,15 @@ from corpus_pipeline.contracts import ChunksFile, ChunkType, DocNav, Manifest, S
 from corpus_pipeline.contracts.search import RevisionPointer
 from corpus_pipeline.index import channels as ch
 from corpus_pipeline.publish import tables as t
-from corpus_pipeline.publish.graph import document_keywords, related_edge
+from corpus_pipeline.publish.graph import MIN_SHARED, document_keywords, related_edges
 from corpus_pipeline.publish.sections import build_sections
 
 CURRENT = "CURRENT.json"
 KEEP_INDEX_REVISIONS = 3
+# LanceDB rows held in memory before they are appended (bounds a bulk publish's memory).
+LANCE_BATCH_ROWS = 20_000
+# Above this many keywords the edge step reads every node instead of filtering by keyword.
+EDGE_FILTER_MAX_KEYWORDS = 200
 _LOCK_FILES = {".tantivy-writer.lock", ".tantivy-meta.lock"}
 
 
@@ -173,7 +182,50 @@ class _ChunkIndexState:
         return self.payloads[chunk_id]
 
 
+def _payload(directory: Path, chunk: Any, locations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The stored index payload of a chunk: its content and every place it occurs."""
+    return {
+        "chunk_id": chunk.chunk_id,
+        "chunk_type": chunk.chunk_type.value,
+        "content": chunk.content,
+        "summary": chunk.metadata.summary,
+        "resource": _resource(directory, chunk),
+        "occurrences": locations,
+    }
+
+
+def _chunk_places(directories: Iterable[Path]) -> Counter[str]:
+    """How many chunk entries of these documents carry each id (a cheap first pass over
+    chunks.json, without building models)."""
+    places: Counter[str] = Counter()
+    for directory in directories:
+        data = json.loads((directory / "chunks.json").read_bytes())
+        places.update(chunk["chunk_id"] for chunk in data["chunks"])
+    return places
+
+
+class _RowBatches:
+    """LanceDB rows buffered per table and appended in batches of bounded size."""
+
+    def __init__(self, tables: dict[str, Any], max_rows: int | None = None) -> None:
+        self.tables = tables
+        self.max_rows = max_rows or LANCE_BATCH_ROWS
+        self.rows: dict[str, list[dict[str, Any]]] = {}
+
+    def add(self, name: str, rows: list[dict[str, Any]]) -> None:
+        self.rows.setdefault(name, []).extend(rows)
+        if sum(len(r) for r in self.rows.values()) >= self.max_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        for name in sorted(self.rows):
+            if self.rows[name]:
+                self.tables[name].add(t.to_table(name, self.rows[name]))
+        self.rows = {}
+
+
 def _index_document(payload: dict[str, Any]) -> tantivy.Document:
+    payload["occurrences"].sort(key=lambda o: (o["document_id"], o["order"]))
     occurrences = payload["occurrences"]
     paths = "\n".join(
         " ".join([occ["source_file_name"], *occ["section_path"]]) for occ in occurrences
@@ -326,14 +378,19 @@ def publish_namespace(
             )
         revision = (previous.revision if previous else 0) + 1
         stale = sorted(set(changed) | set(removed))
-        loaded = {doc: _load_artifacts(wanted[doc].directory) for doc in changed}
+        now = datetime.now(UTC)
 
-        # 3. tantivy
+        # 3. Documents stream through one at a time: their LanceDB rows are written in bounded
+        # batches and their chunks go to tantivy as they come, except chunks that occur in
+        # several documents (or are indexed already): those are merged first, written at the end.
         mark = time.perf_counter()
         index_dir = _prepare_index_dir(ns_dir, previous, revision)
         index = ch.open_index(index_dir)
         state = _ChunkIndexState(index if previous is not None else None)
-        touched: set[str] = set()
+        places = _chunk_places(wanted[doc].directory for doc in changed)
+        # Bulk loads get a second indexing thread; small updates stay on one.
+        writer = index.writer(heap_size=256_000_000, num_threads=2 if len(places) > 20_000 else 1)
+        merged: set[str] = set()
         if stale and previous is not None:
             old_rows = (
                 tables[t.CHUNKS]
@@ -349,95 +406,89 @@ def publish_namespace(
                     payload["occurrences"] = [
                         o for o in payload["occurrences"] if o["document_id"] not in stale
                     ]
-                    touched.add(row["chunk_id"])
+                    merged.add(row["chunk_id"])
+            for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES):
+                tables[name].delete(t.in_list("document_id", stale))
+            edges = tables[t.GRAPH_EDGES]
+            edges.delete(f"{t.in_list('source', stale)} OR {t.in_list('target', stale)}")
+        rows = _RowBatches(tables)
+        node_keywords: dict[str, list[str]] = {}
         for doc in changed:
-            chunks, _nav, manifest = loaded[doc]
+            chunks, nav, manifest = _load_artifacts(wanted[doc].directory)
             record = wanted[doc].record
             for chunk in chunks.chunks:
+                locations = [_location(record, manifest, occ) for occ in chunk.occurrences]
                 payload = state.get(chunk.chunk_id)
+                if payload is None and places[chunk.chunk_id] == 1:
+                    # Its only place, and not indexed yet: straight to the index.
+                    state.payloads.pop(chunk.chunk_id, None)
+                    payload = _payload(wanted[doc].directory, chunk, locations)
+                    writer.add_document(_index_document(payload))
+                    continue
                 if payload is None:
-                    payload = {
-                        "chunk_id": chunk.chunk_id,
-                        "chunk_type": chunk.chunk_type.value,
-                        "content": chunk.content,
-                        "summary": chunk.metadata.summary,
-                        "resource": _resource(wanted[doc].directory, chunk),
-                        "occurrences": [],
-                    }
+                    payload = _payload(wanted[doc].directory, chunk, [])
                     state.payloads[chunk.chunk_id] = payload
-                payload["occurrences"].extend(
-                    _location(record, manifest, occ) for occ in chunk.occurrences
-                )
-                touched.add(chunk.chunk_id)
-        # Bulk loads get a second indexing thread; small updates stay on one.
-        writer = index.writer(heap_size=256_000_000, num_threads=2 if len(touched) > 20_000 else 1)
-        for chunk_id in sorted(touched):
+                payload["occurrences"].extend(locations)
+                merged.add(chunk.chunk_id)
+            created = published_docs.get(doc, {}).get("created_at") or now
+            rows.add(
+                t.DOCUMENTS,
+                [
+                    _document_row(
+                        nav,
+                        record,
+                        manifest,
+                        len(chunks.chunks),
+                        signatures[doc],
+                        revision,
+                        created,
+                        now,
+                    )
+                ],
+            )
+            rows.add(t.SECTIONS, _section_rows(record, nav, chunks, revision))
+            rows.add(t.CHUNKS, _chunk_rows(record, chunks, revision))
+            keywords = document_keywords(
+                (c.metadata.keywords, len(c.occurrences)) for c in chunks.chunks
+            )
+            node_keywords[doc] = keywords
+            rows.add(
+                t.GRAPH_NODES,
+                [
+                    {
+                        "revision": revision,
+                        "namespace": namespace,
+                        "node_id": doc,
+                        "document_id": doc,
+                        "title": manifest.title,
+                        "keywords": keywords,
+                    }
+                ],
+            )
+        rows.flush()
+        for chunk_id in sorted(merged):
             payload = state.payloads[chunk_id]
             if chunk_id in state.indexed:
                 writer.delete_documents_by_term(ch.F_CHUNK_ID, chunk_id)
             if payload and payload["occurrences"]:
-                payload["occurrences"].sort(key=lambda o: (o["document_id"], o["order"]))
                 writer.add_document(_index_document(payload))
         writer.commit()
         writer.wait_merging_threads()
         index.reload()
         unique_chunks = index.searcher().num_docs
-        timings["tantivy"] = time.perf_counter() - mark
+        timings["documents"] = time.perf_counter() - mark
         _pause_point(ns_dir, "tantivy_committed")
 
-        # 4. LanceDB
+        # 4. LanceDB: graph edges of the changed documents, indices
         mark = time.perf_counter()
-        if stale and previous is not None:
-            for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES):
-                tables[name].delete(t.in_list("document_id", stale))
-            edges = tables[t.GRAPH_EDGES]
-            edges.delete(f"{t.in_list('source', stale)} OR {t.in_list('target', stale)}")
-        now = datetime.now(UTC)
-        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in t.SCHEMAS}
-        node_keywords: dict[str, list[str]] = {}
-        for doc in changed:
-            chunks, nav, manifest = loaded[doc]
-            record = wanted[doc].record
-            created = published_docs.get(doc, {}).get("created_at") or now
-            rows[t.DOCUMENTS].append(
-                _document_row(
-                    nav,
-                    record,
-                    manifest,
-                    len(chunks.chunks),
-                    signatures[doc],
-                    revision,
-                    created,
-                    now,
-                )
-            )
-            rows[t.SECTIONS].extend(_section_rows(record, nav, chunks, revision))
-            rows[t.CHUNKS].extend(_chunk_rows(record, chunks, revision))
-            keywords = document_keywords(
-                (c.metadata.keywords, len(c.occurrences)) for c in chunks.chunks
-            )
-            node_keywords[doc] = keywords
-            rows[t.GRAPH_NODES].append(
-                {
-                    "revision": revision,
-                    "namespace": namespace,
-                    "node_id": doc,
-                    "document_id": doc,
-                    "title": manifest.title,
-                    "keywords": keywords,
-                }
-            )
-        for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES):
-            if rows[name]:
-                tables[name].add(t.to_table(name, rows[name]))
-        rows[t.GRAPH_EDGES] = _edges(tables[t.GRAPH_NODES], node_keywords, revision, namespace)
-        if rows[t.GRAPH_EDGES]:
-            tables[t.GRAPH_EDGES].add(t.to_table(t.GRAPH_EDGES, rows[t.GRAPH_EDGES]))
+        edge_rows = _edges(tables[t.GRAPH_NODES], node_keywords, revision, namespace)
+        if edge_rows:
+            tables[t.GRAPH_EDGES].add(t.to_table(t.GRAPH_EDGES, edge_rows))
         _ensure_indices(tables)
         if revision % 20 == 0:
             for table in tables.values():
                 table.optimize()
-        timings["lance"] = time.perf_counter() - mark
+        timings["graph"] = time.perf_counter() - mark
         _pause_point(ns_dir, "lance_written")
 
         # 5. swap
@@ -547,32 +598,27 @@ def _chunk_rows(record: SourceRecord, chunks: ChunksFile, revision: int) -> list
 def _edges(
     nodes: Any, node_keywords: dict[str, list[str]], revision: int, namespace: str
 ) -> list[dict[str, Any]]:
-    """Edges of the changed documents, candidates found through the keyword label-list index."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for doc, keywords in node_keywords.items():
-        if len(keywords) < 3:
-            continue
-        literal = ", ".join(t.quote(k) for k in keywords)
-        candidates = (
-            nodes.search()
-            .where(f"array_has_any(keywords, [{literal}]) AND document_id != {t.quote(doc)}")
-            .select(["document_id", "keywords"])
-            .limit(None)
-            .to_list()
-        )
-        for cand in candidates:
-            edge = related_edge(doc, keywords, cand["document_id"], list(cand["keywords"]))
-            if edge is not None:
-                out[(edge.source, edge.target)] = {
-                    "revision": revision,
-                    "namespace": namespace,
-                    "source": edge.source,
-                    "target": edge.target,
-                    "relation": "related",
-                    "score": edge.score,
-                    "shared_keywords": list(edge.shared),
-                }
-    return [out[k] for k in sorted(out)]
+    """Edges of the changed documents. One query reads the candidate nodes: those sharing a
+    keyword with a changed document (every node when that keyword list is long)."""
+    wanted = sorted({k for kws in node_keywords.values() if len(kws) >= MIN_SHARED for k in kws})
+    if not wanted:
+        return []
+    query = nodes.search().select(["document_id", "keywords"]).limit(None)
+    if len(wanted) <= EDGE_FILTER_MAX_KEYWORDS:
+        query = query.where(f"array_has_any(keywords, [{', '.join(t.quote(k) for k in wanted)}])")
+    candidates = ((row["document_id"], list(row["keywords"])) for row in query.to_list())
+    return [
+        {
+            "revision": revision,
+            "namespace": namespace,
+            "source": edge.source,
+            "target": edge.target,
+            "relation": "related",
+            "score": edge.score,
+            "shared_keywords": list(edge.shared),
+        }
+        for edge in related_edges(node_keywords, candidates)
+    ]
 
 
 def publish_items_for(
