@@ -148,6 +148,42 @@ def test_font_sizes_cluster_into_levels(tmp_path):
     ]
 
 
+def test_a_title_set_a_size_smaller_on_its_second_line_is_one_heading(tmp_path):
+    path = make_pdf(
+        tmp_path / "wrapped.pdf",
+        [
+            [
+                ("Row and Column Access Control", 33, "hebo"),
+                ("Support in IBM DB2 for i", 30, "hebo"),
+                *body(),
+                ("Security fundamentals", 16, "hebo"),
+                *body(),
+            ]
+        ],
+    )
+    assert [t for t, _, _ in headings(parse(path, tmp_path))] == [
+        "Row and Column Access Control Support in IBM DB2 for i",
+        "Security fundamentals",
+    ]
+
+
+def test_a_much_smaller_subtitle_below_a_title_stays_apart(tmp_path):
+    path = make_pdf(
+        tmp_path / "subtitle.pdf",
+        [
+            [
+                ("Annual Overview", 30, "hebo"),
+                ("Regional results", 20, "hebo"),
+                *body(),
+                ("Northern markets", 14, "hebo"),
+                *body(),
+            ]
+        ],
+    )
+    titles = [t for t, _, _ in headings(parse(path, tmp_path))]
+    assert titles[:2] == ["Annual Overview", "Regional results"]
+
+
 def test_running_headers_footers_and_page_numbers_are_removed(tmp_path):
     path = tmp_path / "furniture.pdf"
     doc: Any = mu.open()

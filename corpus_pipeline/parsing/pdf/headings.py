@@ -359,8 +359,19 @@ class LLMJudge:
         return {}
 
 
+WRAP_SIZE_TOLERANCE = 0.12
+
+
+def _same_face(a: Segment, b: Segment) -> bool:
+    """Same font, weight and slant, sizes within 12 %: display titles are often set a size
+    smaller on their second line so it fits (33 pt then 30 pt)."""
+    if (a.bold, a.italic, a.lines[0].font) != (b.bold, b.italic, b.lines[0].font):
+        return False
+    return abs(a.size - b.size) <= WRAP_SIZE_TOLERANCE * max(a.size, b.size)
+
+
 def merge_wrapped(segments: list[Segment]) -> None:
-    """Join a heading wrapped over two blocks (same style, next line right below) into one."""
+    """Join a heading wrapped over two blocks (same face, next line right below) into one."""
     prev: Segment | None = None
     for seg in segments:
         if (
@@ -370,7 +381,7 @@ def merge_wrapped(segments: list[Segment]) -> None:
             and not seg.toc
             and not prev.toc
             and seg.page == prev.page
-            and seg.style == prev.style
+            and _same_face(seg, prev)
             and numbering_depth(seg.text) is None
             and 0 <= seg.bbox[1] - prev.bbox[3] <= 0.8 * seg.size
         ):
