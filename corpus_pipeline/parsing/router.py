@@ -8,9 +8,8 @@ from corpus_pipeline.parsing.base import Parser
 
 _NOT_YET = {
     FileFormat.PPTX: "PowerPoint parsing is not available yet",
-    FileFormat.XLSX: "spreadsheet parsing is not available yet",
-    FileFormat.XLS: "spreadsheet parsing is not available yet",
-    FileFormat.ODS: "spreadsheet parsing is not available yet",
+    FileFormat.XLS: "legacy .xls parsing is not available yet (save the workbook as .xlsx)",
+    FileFormat.ODS: "OpenDocument spreadsheet parsing is not available yet (save as .xlsx)",
     FileFormat.IMAGE: "image OCR is not available yet",
     FileFormat.SEGMENTS_JSON: "raw segment JSON import is not available yet",
 }
@@ -21,7 +20,13 @@ def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
     fmt = profile.format
     if fmt is FileFormat.TEXT and (profile.heading_count or 0) >= 2:
         return RoutingDecision(strategy="markdown", reason=f"{evidence}; Markdown headings found")
-    if fmt in (FileFormat.DOCX, FileFormat.HTML, FileFormat.MARKDOWN, FileFormat.TEXT):
+    if fmt in (
+        FileFormat.DOCX,
+        FileFormat.HTML,
+        FileFormat.MARKDOWN,
+        FileFormat.TEXT,
+        FileFormat.XLSX,
+    ):
         return RoutingDecision(strategy=fmt.value, reason=evidence)
     if fmt is FileFormat.PDF:
         category = profile.pdf.category if profile.pdf is not None else "general"
@@ -50,6 +55,10 @@ def parser_for(profile: DocumentProfile) -> Parser:
         from corpus_pipeline.parsing.pdf import parse_pdf
 
         return parse_pdf
+    if strategy == "xlsx":
+        from corpus_pipeline.parsing.xlsx import parse_xlsx
+
+        return parse_xlsx
     if strategy == "text":
         from corpus_pipeline.parsing.text import parse_text
 

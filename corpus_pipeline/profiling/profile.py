@@ -59,6 +59,8 @@ def profile_file(
         facts = _text_facts(decode_text(data) or "", sniffed.format)
     elif sniffed.format is FileFormat.PDF:
         facts = _pdf_facts(path, password, split_pages, settings)
+    elif sniffed.format is FileFormat.XLSX:
+        facts = _xlsx_facts(data)
     text_sample = str(facts.pop("text_sample", ""))
     base = DocumentProfile(
         format=sniffed.format,
@@ -115,6 +117,38 @@ def _docx_facts(data: bytes) -> dict[str, object]:
         "image_count": len(media),
         "has_embedded_toc": has_toc,
         "char_count": None,
+        "text_sample": " ".join(texts),
+    }
+
+
+_S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+
+
+def _xlsx_facts(data: bytes) -> dict[str, object]:
+    """Sheets (`page_count`, hidden ones included: pages are workbook positions), drawings and
+    a language sample from the shared strings, read from the package XML only."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            names = zf.namelist()
+            workbook = etree.fromstring(zf.read("xl/workbook.xml"))
+            strings = zf.read("xl/sharedStrings.xml") if "xl/sharedStrings.xml" in names else b""
+    except (zipfile.BadZipFile, KeyError, OSError, etree.XMLSyntaxError):
+        return {}
+    sheets = workbook.findall(f"{_S}sheets/{_S}sheet")
+    texts: list[str] = []
+    size = 0
+    if strings:
+        try:
+            for _, el in etree.iterparse(io.BytesIO(strings), tag=f"{_S}t", huge_tree=True):
+                texts.append(el.text or "")
+                size += len(el.text or "")
+                if size >= _LANG_SAMPLE:
+                    break
+        except etree.XMLSyntaxError:
+            pass
+    return {
+        "page_count": len(sheets),
+        "image_count": sum(1 for n in names if n.startswith("xl/media/")),
         "text_sample": " ".join(texts),
     }
 

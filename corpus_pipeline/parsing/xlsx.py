@@ -1,0 +1,306 @@
+"""XLSX strategy: every visible sheet is a section, every block of touching cells a table.
+
+A sheet has no reading order of its own, so structure comes from geometry: cells that touch
+(sharing an edge; a merged range counts as all the cells it covers) form one region, and
+regions are read top to bottom, left to right. Diagonal contact does not join regions: two
+tables set corner to corner are two tables. A region of at least two rows and two columns is a
+table (merged ranges become rowspan/colspan); a single-cell top row above such a region (a
+merged title row, or a label in its first column) is the table's caption; anything smaller is
+text. A table longer than MAX_TABLE_ROWS data rows is stored in blocks that repeat its header.
+Values are the cached results Excel stored (formulas are not re-evaluated here).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from openpyxl import load_workbook
+from openpyxl.utils import get_column_letter
+from openpyxl.utils.exceptions import InvalidFileException
+
+from corpus_pipeline.contracts import RowType
+from corpus_pipeline.errors import CorruptDocumentError
+from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.tables import TableCell, TableGrid
+
+Cell = tuple[int, int]  # (row, column), 1-based as in the sheet
+# Data rows per stored table: a longer block (a data sheet) is stored as consecutive tables of
+# this many rows, each led by the header row, so a chunk stays a readable, citable size.
+MAX_TABLE_ROWS = 50
+
+
+@dataclass(frozen=True)
+class Region:
+    """A rectangle of a sheet, 1-based and inclusive."""
+
+    top: int
+    left: int
+    bottom: int
+    right: int
+
+    @property
+    def rows(self) -> int:
+        return self.bottom - self.top + 1
+
+    @property
+    def cols(self) -> int:
+        return self.right - self.left + 1
+
+    def a1(self) -> str:
+        first = f"{get_column_letter(self.left)}{self.top}"
+        last = f"{get_column_letter(self.right)}{self.bottom}"
+        return first if first == last else f"{first}:{last}"
+
+
+def regions(occupied: Iterable[Cell]) -> list[Region]:
+    """Bounding boxes of the edge-connected groups of occupied cells, in reading order; boxes
+    that overlap are merged (a region's box may enclose a few empty cells)."""
+    todo = set(occupied)
+    boxes: list[Region] = []
+    while todo:
+        start = min(todo)
+        todo.discard(start)
+        stack = [start]
+        top, left, bottom, right = start[0], start[1], start[0], start[1]
+        while stack:
+            r, c = stack.pop()
+            top, left, bottom, right = min(top, r), min(left, c), max(bottom, r), max(right, c)
+            for near in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+                if near in todo:
+                    todo.discard(near)
+                    stack.append(near)
+        boxes.append(Region(top, left, bottom, right))
+    merged = True
+    while merged:  # overlapping boxes describe one block
+        merged = False
+        for i, a in enumerate(boxes):
+            for j in range(i + 1, len(boxes)):
+                b = boxes[j]
+                if (
+                    a.top <= b.bottom
+                    and b.top <= a.bottom
+                    and a.left <= b.right
+                    and b.left <= a.right
+                ):
+                    boxes[i] = Region(
+                        min(a.top, b.top),
+                        min(a.left, b.left),
+                        max(a.bottom, b.bottom),
+                        max(a.right, b.right),
+                    )
+                    del boxes[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    return sorted(boxes, key=lambda b: (b.top, b.left))
+
+
+def cell_text(value: Any) -> str:
+    """A cell's display text: integral numbers without '.0', dates as ISO, text trimmed."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat() if value.time() == dt.time() else value.isoformat()
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    return " ".join(str(value).split())
+
+
+class _Sheet:
+    """Cell texts and merged ranges of one worksheet."""
+
+    def __init__(self, ws: Any) -> None:
+        self.texts: dict[Cell, str] = {}
+        for row in ws.iter_rows():
+            for cell in row:
+                text = cell_text(cell.value)
+                if text:
+                    self.texts[(cell.row, cell.column)] = text
+        # Merged range anchor -> (rowspan, colspan); every covered cell -> its anchor.
+        self.spans: dict[Cell, tuple[int, int]] = {}
+        self.covered: dict[Cell, Cell] = {}
+        for rng in ws.merged_cells.ranges:
+            anchor = (rng.min_row, rng.min_col)
+            self.spans[anchor] = (rng.max_row - rng.min_row + 1, rng.max_col - rng.min_col + 1)
+            for r in range(rng.min_row, rng.max_row + 1):
+                for c in range(rng.min_col, rng.max_col + 1):
+                    if (r, c) != anchor:
+                        self.covered[(r, c)] = anchor
+
+    def occupied(self) -> set[Cell]:
+        cells = set(self.texts)
+        for anchor, (rows, cols) in self.spans.items():
+            if anchor in self.texts:
+                cells.update(
+                    (anchor[0] + r, anchor[1] + c) for r in range(rows) for c in range(cols)
+                )
+        return cells
+
+    def anchors_in_row(self, region: Region, row: int) -> list[Cell]:
+        return [
+            (row, c)
+            for c in range(region.left, region.right + 1)
+            if (row, c) in self.texts and (row, c) not in self.covered
+        ]
+
+    def grid(self, bands: list[Region], caption: str | None) -> TableGrid:
+        """A table of the given row bands of one column range, stacked in order (a header band
+        then a block of data rows). Merged ranges are clipped to each band; a merged range that
+        starts in an earlier band continues with its text."""
+        cells = []
+        offset = 0
+        for band in bands:
+            for r in range(band.top, band.bottom + 1):
+                for c in range(band.left, band.right + 1):
+                    anchor = self.covered.get((r, c), (r, c))
+                    rows, cols = self.spans.get(anchor, (1, 1))
+                    top, left = max(anchor[0], band.top), max(anchor[1], band.left)
+                    if (r, c) != (top, left):
+                        continue  # inside a merged range drawn from its first visible cell
+                    bottom = min(anchor[0] + rows - 1, band.bottom)
+                    right = min(anchor[1] + cols - 1, band.right)
+                    cells.append(
+                        TableCell(
+                            offset + r - band.top,
+                            c - band.left,
+                            self.texts.get(anchor, ""),
+                            bottom - r + 1,
+                            right - c + 1,
+                        )
+                    )
+            offset += band.rows
+        first_row_text = [cell for cell in cells if cell.row == 0 and cell.text]
+        header = bool(first_row_text) and not any(_numeric(c.text) for c in first_row_text)
+        return TableGrid(cells=cells, caption=caption, header_rows=1 if header else 0)
+
+    def header_is_text(self, region: Region) -> bool:
+        texts = [self.texts[a] for a in self.anchors_in_row(region, region.top)]
+        return bool(texts) and not any(_numeric(t) for t in texts)
+
+
+def row_blocks(region: Region, header: bool, max_rows: int) -> list[list[Region]]:
+    """The bands of each stored table: the whole region, or, when it has more than `max_rows`
+    data rows, consecutive blocks of data rows, each led by the header row."""
+    first = region.top + 1 if header else region.top
+    if region.bottom - first + 1 <= max_rows:
+        return [[region]]
+    head = [Region(region.top, region.left, region.top, region.right)] if header else []
+    return [
+        [*head, Region(top, region.left, min(top + max_rows - 1, region.bottom), region.right)]
+        for top in range(first, region.bottom + 1, max_rows)
+    ]
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text.replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def _caption(sheet: _Sheet, region: Region) -> tuple[str | None, Region]:
+    """A lone cell on the top row of a table-sized region is its title, not its header."""
+    if region.rows < 3 or region.cols < 2:
+        return None, region
+    anchors = sheet.anchors_in_row(region, region.top)
+    if len(anchors) != 1:
+        return None, region
+    rowspan, _ = sheet.spans.get(anchors[0], (1, 1))
+    if rowspan != 1:
+        return None, region
+    body = Region(region.top + 1, region.left, region.bottom, region.right)
+    return sheet.texts[anchors[0]], body
+
+
+def _open(ctx: ParseContext) -> Any:
+    try:
+        return load_workbook(ctx.source_path, data_only=True)
+    except (InvalidFileException, zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise CorruptDocumentError(
+            "xlsx", f"the workbook cannot be read ({type(exc).__name__})"
+        ) from exc
+
+
+def parse_xlsx(ctx: ParseContext) -> None:
+    """Emit each visible sheet as a level-1 heading followed by its regions in reading order."""
+    workbook = _open(ctx)
+    for number, ws in enumerate(workbook.worksheets, start=1):
+        if ws.sheet_state != "visible":
+            ctx.diagnostics.add(
+                "parse", "sheet.hidden", f"sheet {ws.title!r} is {ws.sheet_state}; skipped"
+            )
+            continue
+        pages = [number]
+        ctx.emit(RowType.HEADING, ws.title, f"{ws.title}", heading_level=1, page_numbers=pages)
+        sheet = _Sheet(ws)
+        for region in regions(sheet.occupied()):
+            location = f"{ws.title}!{region.a1()}"
+            if region.rows >= 2 and region.cols >= 2:
+                caption, body = _caption(sheet, region)
+                if caption is not None:
+                    ctx.emit(RowType.CAPTION, caption, location, page_numbers=pages)
+                blocks = row_blocks(body, sheet.header_is_text(body), MAX_TABLE_ROWS)
+                for bands in blocks:
+                    rows = bands[-1]
+                    label = caption
+                    if len(blocks) > 1:
+                        span = f"rows {rows.top}–{rows.bottom} of {body.a1()}"
+                        label = f"{caption} ({span})" if caption else f"{ws.title} ({span})"
+                    where = f"{ws.title}!{rows.a1() if len(blocks) > 1 else body.a1()}"
+                    ctx.emit_table(sheet.grid(bands, label), where, page_numbers=pages)
+                continue
+            texts = [
+                sheet.texts[(r, c)]
+                for r in range(region.top, region.bottom + 1)
+                for c in range(region.left, region.right + 1)
+                if (r, c) in sheet.texts and (r, c) not in sheet.covered
+            ]
+            ctx.emit(RowType.PARAGRAPH, "\n".join(texts), location, page_numbers=pages)
+        for image in getattr(ws, "_images", []):
+            _emit_image(ctx, image, ws.title, pages)
+        for chart in getattr(ws, "_charts", []):
+            ctx.emit(RowType.PARAGRAPH, _chart_text(chart), f"{ws.title}!chart", page_numbers=pages)
+
+
+def _emit_image(ctx: ParseContext, image: Any, sheet: str, pages: list[int]) -> None:
+    try:
+        data = image._data()
+    except (OSError, ValueError, KeyError) as exc:
+        ctx.diagnostics.add(
+            "parse", "image.unreadable", f"image on sheet {sheet!r} ({type(exc).__name__})"
+        )
+        return
+    ctx.emit_image(data, "", f"{sheet}!image", page_numbers=pages)
+
+
+def _chart_text(chart: Any) -> str:
+    """What a chart shows, as searchable text: its kind, title and the ranges it plots."""
+    kind = type(chart).__name__.removesuffix("Chart").lower() or "chart"
+    title = _rich_text(getattr(chart, "title", None))
+    refs = []
+    for series in getattr(chart, "series", []) or []:
+        for attr in ("val", "yVal", "xVal", "cat"):
+            ref = getattr(getattr(getattr(series, attr, None), "numRef", None), "f", None)
+            if ref:
+                refs.append(str(ref))
+    parts = [f"{kind.capitalize()} chart" + (f": {title}" if title else "")]
+    if refs:
+        parts.append("Data: " + ", ".join(dict.fromkeys(refs)))
+    return ". ".join(parts)
+
+
+def _rich_text(title: Any) -> str:
+    """The plain text of a chart title (openpyxl keeps it as rich-text runs)."""
+    rich = getattr(getattr(getattr(title, "tx", None), "rich", None), "p", None) or []
+    runs = [run.t for paragraph in rich for run in (getattr(paragraph, "r", None) or []) if run.t]
+    return " ".join(" ".join(runs).split())

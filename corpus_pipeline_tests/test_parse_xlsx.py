@@ -1,0 +1,228 @@
+"""XLSX strategy: sheets as sections, touching cells as tables, against the shared corpus and
+workbooks built in the tests."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+import openpyxl
+import pytest
+from openpyxl.drawing.image import Image as SheetImage
+from openpyxl.worksheet.worksheet import Worksheet
+from PIL import Image
+
+from corpus_pipeline.contracts import FileFormat, RowType
+from corpus_pipeline.errors import CorruptDocumentError
+from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.xlsx import Region, cell_text, parse_xlsx, regions
+from corpus_pipeline.profiling import profile_file
+from corpus_pipeline_tests.support import (
+    DOCS,
+    expected_headings,
+    expected_tables,
+    headings_of,
+    run_parser,
+    scorer,
+    tables_of,
+)
+
+
+def _parse(path: Path, tmp_path: Path) -> ParseContext:
+    return run_parser(parse_xlsx, path, tmp_path / "work", FileFormat.XLSX)
+
+
+def _built(tmp_path: Path, fill: Callable[[Worksheet], None]) -> ParseContext:
+    """A one-sheet workbook written by `fill`, saved and parsed."""
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert isinstance(sheet, Worksheet)
+    fill(sheet)
+    path = tmp_path / "built.xlsx"
+    workbook.save(path)
+    return _parse(path, tmp_path)
+
+
+def _rows(ctx: ParseContext, row_type: RowType) -> list[str]:
+    return [r.text for r in ctx.rows if r.row_type is row_type]
+
+
+# -- the pure region finder ----------------------------------------------------------------------
+
+
+def test_cells_sharing_an_edge_form_one_region():
+    assert regions({(1, 1), (1, 2), (2, 2)}) == [Region(1, 1, 2, 2)]
+
+
+def test_cells_touching_only_at_a_corner_are_two_regions():
+    assert regions({(1, 1), (2, 2)}) == [Region(1, 1, 1, 1), Region(2, 2, 2, 2)]
+
+
+def test_regions_come_in_reading_order_and_overlapping_boxes_merge():
+    # An L and a cell inside its bounding box are one block; the far cell is another.
+    cells = {(1, 1), (2, 1), (3, 1), (3, 2), (3, 3), (1, 3), (5, 9)}
+    assert regions(cells) == [Region(1, 1, 3, 3), Region(5, 9, 5, 9)]
+
+
+def test_cell_values_are_rendered_as_a_reader_sees_them():
+    assert cell_text(3.0) == "3"
+    assert cell_text(2.5) == "2.5"
+    assert cell_text(True) == "TRUE"
+    assert cell_text(dt.datetime(2024, 3, 1)) == "2024-03-01"
+    assert cell_text(dt.datetime(2024, 3, 1, 9, 30)) == "2024-03-01T09:30:00"
+    assert cell_text("  first \n header ") == "first header"
+    assert cell_text(None) == ""
+
+
+# -- the shared corpus ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "doc", ["xlsx_01.xlsx", "xlsx_06_edge_cases_.xlsx", "xlsx_09_section_label_header.xlsx"]
+)
+def test_sheets_and_tables_match_ground_truth(doc: str, tmp_path: Path) -> None:
+    ctx = _parse(DOCS / doc, tmp_path)
+    grader = scorer()
+    headings = grader.score_headings(expected_headings(doc), headings_of(ctx))
+    assert headings["recall"] == headings["precision"] == 1.0, headings
+    tables = grader.score_tables(expected_tables(doc), tables_of(ctx))
+    assert tables["found"] == tables["expected"] == tables["predicted"], tables
+    assert tables["shape_exact"] == 1.0 and tables["cell_recall"] == 1.0, tables
+
+
+def test_merged_cells_become_rowspan_and_colspan(tmp_path: Path) -> None:
+    ctx = _parse(DOCS / "xlsx_01.xlsx", tmp_path)
+    html = str(tables_of(ctx)[4]["html"])
+    assert '<th rowspan="2">first</th><th colspan="2">header</th>' in html
+    assert '<td rowspan="2" colspan="2">9</td>' in html
+
+
+def test_a_hidden_sheet_is_skipped_with_a_diagnostic(tmp_path: Path) -> None:
+    ctx = _parse(DOCS / "xlsx_01.xlsx", tmp_path)
+    assert _rows(ctx, RowType.HEADING) == ["Sheet1", "Sheet2", "Sheet3"]
+    assert any(d.code == "sheet.hidden" and "Sheet4" in d.message for d in ctx.diagnostics.items)
+
+
+def test_sheet_rows_carry_the_sheet_position_as_page(tmp_path: Path) -> None:
+    ctx = _parse(DOCS / "xlsx_01.xlsx", tmp_path)
+    pages = {r.text: r.page_numbers for r in ctx.rows if r.row_type is RowType.HEADING}
+    assert pages == {"Sheet1": [1], "Sheet2": [2], "Sheet3": [3]}
+    tables = [r.page_numbers for r in ctx.rows if r.row_type is RowType.TABLE]
+    assert tables == [[1], [2], [2], [2], [3], [3]]
+
+
+def test_a_merged_title_row_is_the_caption_not_the_header(tmp_path: Path) -> None:
+    ctx = _parse(DOCS / "xlsx_09_section_label_header.xlsx", tmp_path)
+    assert _rows(ctx, RowType.CAPTION) == ["Reading List"]
+    (table,) = tables_of(ctx)
+    assert "<caption>Reading List</caption>" in str(table["html"])
+    assert "<thead><tr><th>#</th><th>Genre</th>" in str(table["html"])
+    assert "Bantam Books" in str(table["html"])
+
+
+def test_the_profile_counts_sheets_and_routes_to_the_xlsx_parser():
+    profile = profile_file(DOCS / "xlsx_01.xlsx")
+    assert profile.format is FileFormat.XLSX
+    assert profile.page_count == 4
+    assert profile.routing.strategy == "xlsx"
+
+
+# -- built workbooks --------------------------------------------------------------------------
+
+
+def test_a_lone_cell_is_text_and_a_block_is_a_table(tmp_path: Path) -> None:
+    def fill(ws: Worksheet) -> None:
+        ws.title = "Budget"
+        ws["A1"] = "Approved by the board in March."
+        ws["B3"], ws["C3"] = "Item", "Cost"
+        ws["B4"], ws["C4"] = "Boats", 1200.0
+        ws["B5"], ws["C5"] = "Nets", 80.5
+
+    ctx = _built(tmp_path, fill)
+    assert _rows(ctx, RowType.HEADING) == ["Budget"]
+    assert _rows(ctx, RowType.PARAGRAPH) == ["Approved by the board in March."]
+    assert _rows(ctx, RowType.TABLE) == ["Item | Cost\nBoats | 1200\nNets | 80.5"]
+    (table,) = [r for r in ctx.rows if r.row_type is RowType.TABLE]
+    assert table.source_location == "Budget!B3:C5"
+
+
+def test_a_long_data_sheet_is_stored_in_blocks_that_repeat_the_header(tmp_path: Path) -> None:
+    def fill(ws: Worksheet) -> None:
+        ws.title = "Counts"
+        ws.append(["Pond", "Ducks"])
+        for n in range(1, 121):
+            ws.append([f"Pond {n}", n])
+        ws.merge_cells("B50:B53")  # crosses the boundary between the first two blocks
+
+    ctx = _built(tmp_path, fill)
+    tables = [r for r in ctx.rows if r.row_type is RowType.TABLE]
+    assert [t.source_location for t in tables] == [
+        "Counts!A2:B51",
+        "Counts!A52:B101",
+        "Counts!A102:B121",
+    ]
+    htmls = [str(t["html"]) for t in tables_of(ctx)]
+    assert all("<thead><tr><th>Pond</th><th>Ducks</th></tr></thead>" in h for h in htmls)
+    assert "<caption>Counts (rows 2–51 of A1:B121)</caption>" in htmls[0]
+    assert htmls[0].count("<tr>") == 51 and htmls[2].count("<tr>") == 21
+    # The merged value (B50) ends block 1 and continues at the top of block 2.
+    assert '<td>Pond 49</td><td rowspan="2">49</td>' in htmls[0]
+    assert '<td>Pond 51</td><td rowspan="2">49</td>' in htmls[1]
+    assert "Pond 120" in tables[2].text
+
+
+def test_dates_and_numbers_in_cells_read_as_displayed(tmp_path: Path) -> None:
+    def fill(ws: Worksheet) -> None:
+        ws.append(["Survey", "Date", "Ducks"])
+        ws.append(["Lake", dt.date(2024, 5, 2), 14])
+        ws.append(["River", dt.date(2024, 5, 9), 7.5])
+
+    (table,) = tables_of(_built(tmp_path, fill))
+    assert "<td>2024-05-02</td><td>14</td>" in str(table["html"])
+    assert "<td>River</td><td>2024-05-09</td><td>7.5</td>" in str(table["html"])
+
+
+def test_an_embedded_picture_is_stored_as_an_image(tmp_path: Path) -> None:
+    def fill(ws: Worksheet) -> None:
+        ws.append(["Species", "Count"])
+        ws.append(["Teal", 3])
+        buf = io.BytesIO()
+        Image.new("RGB", (80, 60), "navy").save(buf, format="PNG")
+        buf.seek(0)
+        ws.add_image(SheetImage(buf), "E2")
+
+    ctx = _built(tmp_path, fill)
+    images = [r for r in ctx.rows if r.row_type is RowType.IMAGE]
+    assert len(images) == 1 and images[0].resource_path
+    assert (tmp_path / "work" / images[0].resource_path).is_file()
+
+
+def test_a_truncated_workbook_raises_corrupt_document_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.xlsx"
+    broken.write_bytes((DOCS / "xlsx_01.xlsx").read_bytes()[:400])
+    with pytest.raises(CorruptDocumentError, match="xlsx") as info:
+        _parse(broken, tmp_path)
+    assert info.value.format == "xlsx"
+
+
+def test_an_ingested_workbook_answers_a_search_with_the_sheet_as_section(settings) -> None:
+    from corpus_pipeline.contracts.search import SearchRequest
+    from corpus_pipeline.publish.service import publish
+    from query_service.classic import classic_search
+    from query_service.revision import open_revision
+
+    from .support import build_documents
+
+    doc = "xlsx_09_section_label_header.xlsx"
+    records = build_documents(settings, {doc: (DOCS / doc).read_bytes()})
+    publish(settings)
+    revision = open_revision(settings.published_dir, "default")
+    response = classic_search(
+        revision, SearchRequest(query="publisher of A Brief History of Time", top_k=3)
+    )
+    top = response.results[0]
+    assert top.document_id == records[doc].document_id
+    assert top.chunk_type.value == "table" and "Bantam Books" in top.content
+    assert top.section_path == ["Library Catalog"] and top.pages == [1]
