@@ -7,7 +7,6 @@ from corpus_pipeline.errors import UnsupportedFormatError
 from corpus_pipeline.parsing.base import Parser
 
 _NOT_YET = {
-    FileFormat.PPTX: "PowerPoint parsing is not available yet",
     FileFormat.XLS: "legacy .xls parsing is not available yet (save the workbook as .xlsx)",
     FileFormat.ODS: "OpenDocument spreadsheet parsing is not available yet (save as .xlsx)",
     FileFormat.IMAGE: "image OCR is not available yet",
@@ -26,6 +25,7 @@ def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
         FileFormat.MARKDOWN,
         FileFormat.TEXT,
         FileFormat.XLSX,
+        FileFormat.PPTX,
     ):
         return RoutingDecision(strategy=fmt.value, reason=evidence)
     if fmt is FileFormat.PDF:
@@ -55,6 +55,10 @@ def parser_for(profile: DocumentProfile) -> Parser:
         from corpus_pipeline.parsing.pdf import parse_pdf
 
         return parse_pdf
+    if strategy == "pptx":
+        from corpus_pipeline.parsing.pptx import parse_pptx
+
+        return parse_pptx
     if strategy == "xlsx":
         from corpus_pipeline.parsing.xlsx import parse_xlsx
 

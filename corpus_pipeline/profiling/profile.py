@@ -61,6 +61,8 @@ def profile_file(
         facts = _pdf_facts(path, password, split_pages, settings)
     elif sniffed.format is FileFormat.XLSX:
         facts = _xlsx_facts(data)
+    elif sniffed.format is FileFormat.PPTX:
+        facts = _pptx_facts(data)
     text_sample = str(facts.pop("text_sample", ""))
     base = DocumentProfile(
         format=sniffed.format,
@@ -149,6 +151,35 @@ def _xlsx_facts(data: bytes) -> dict[str, object]:
     return {
         "page_count": len(sheets),
         "image_count": sum(1 for n in names if n.startswith("xl/media/")),
+        "text_sample": " ".join(texts),
+    }
+
+
+_PML = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+_DML = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+
+
+def _pptx_facts(data: bytes) -> dict[str, object]:
+    """Slides (`page_count`), pictures and a language sample from the first slides' text."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            names = zf.namelist()
+            presentation = etree.fromstring(zf.read("ppt/presentation.xml"))
+            slides = sorted(
+                (n for n in names if n.startswith("ppt/slides/slide") and n.endswith(".xml")),
+                key=lambda n: int("".join(ch for ch in n if ch.isdigit()) or 0),
+            )
+            texts: list[str] = []
+            for name in slides:
+                root = etree.fromstring(zf.read(name))
+                texts.extend(t.text or "" for t in root.iter(f"{_DML}t"))
+                if sum(len(t) for t in texts) >= _LANG_SAMPLE:
+                    break
+    except (zipfile.BadZipFile, KeyError, OSError, etree.XMLSyntaxError):
+        return {}
+    return {
+        "page_count": len(presentation.findall(f"{_PML}sldIdLst/{_PML}sldId")),
+        "image_count": sum(1 for n in names if n.startswith("ppt/media/")),
         "text_sample": " ".join(texts),
     }
 
