@@ -9,7 +9,6 @@ from corpus_pipeline.parsing.base import Parser
 _NOT_YET = {
     FileFormat.XLS: "legacy .xls parsing is not available yet (save the workbook as .xlsx)",
     FileFormat.ODS: "OpenDocument spreadsheet parsing is not available yet (save as .xlsx)",
-    FileFormat.IMAGE: "image OCR is not available yet",
     FileFormat.SEGMENTS_JSON: "raw segment JSON import is not available yet",
 }
 
@@ -26,6 +25,7 @@ def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
         FileFormat.TEXT,
         FileFormat.XLSX,
         FileFormat.PPTX,
+        FileFormat.IMAGE,
     ):
         return RoutingDecision(strategy=fmt.value, reason=evidence)
     if fmt is FileFormat.PDF:
@@ -55,6 +55,10 @@ def parser_for(profile: DocumentProfile) -> Parser:
         from corpus_pipeline.parsing.pdf import parse_pdf
 
         return parse_pdf
+    if strategy == "image":
+        from corpus_pipeline.parsing.image import parse_image
+
+        return parse_image
     if strategy == "pptx":
         from corpus_pipeline.parsing.pptx import parse_pptx
 

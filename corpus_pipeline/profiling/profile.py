@@ -63,6 +63,8 @@ def profile_file(
         facts = _xlsx_facts(data)
     elif sniffed.format is FileFormat.PPTX:
         facts = _pptx_facts(data)
+    elif sniffed.format is FileFormat.IMAGE:
+        facts = _image_facts(data)
     text_sample = str(facts.pop("text_sample", ""))
     base = DocumentProfile(
         format=sniffed.format,
@@ -182,6 +184,18 @@ def _pptx_facts(data: bytes) -> dict[str, object]:
         "image_count": sum(1 for n in names if n.startswith("ppt/media/")),
         "text_sample": " ".join(texts),
     }
+
+
+def _image_facts(data: bytes) -> dict[str, object]:
+    """Frames (`page_count`: pages of a TIFF scan, 1 for a picture), read from the header."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            frames = getattr(image, "n_frames", 1)
+    except (UnidentifiedImageError, OSError, ValueError):
+        return {}
+    return {"page_count": frames, "image_count": frames}
 
 
 def _html_facts(data: bytes) -> dict[str, object]:

@@ -51,6 +51,8 @@ from corpus_pipeline.parsing.pdf.layout import (
 )
 from corpus_pipeline.parsing.pdf.ocr import (
     OcrParagraph,
+    body_line_height,
+    ocr_heading_level,
     ocr_page,
     tesseract_lang,
     tesseract_version,
@@ -462,6 +464,7 @@ class _Reader:
                     heading_level=1,
                     page_numbers=pages,
                 )
+        body_height = body_line_height(p.ocr)
         captions = _image_captions(items, segments, p.number)
         table_captions = {norm(t.caption) for t in p.tables if getattr(t, "caption", None)}
         consumed = set(captions.values())
@@ -471,7 +474,14 @@ class _Reader:
                     continue
                 self._emit_block(p, item, segments.get((p.number, item.index), []), table_captions)
             elif isinstance(item, OcrParagraph):
-                ctx.emit(RowType.PARAGRAPH, item.text, f"page {p.number} ocr", page_numbers=pages)
+                level = ocr_heading_level(item, body_height)
+                ctx.emit(
+                    RowType.HEADING if level else RowType.PARAGRAPH,
+                    item.text,
+                    f"page {p.number} ocr",
+                    heading_level=level,
+                    page_numbers=pages,
+                )
             elif hasattr(item, "grid"):
                 if id(item) in first_parts:
                     ctx.emit_table(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from corpus_pipeline.parsing.pdf.headings import join_lines
+from corpus_pipeline.parsing.pdf.headings import join_lines, numbering_depth
 from corpus_pipeline.parsing.pdf.layout import BBox
 
 # PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
@@ -104,3 +104,52 @@ def ocr_page(page: Page, lang: str) -> list[OcrParagraph]:
                 )
             )
     return out
+
+
+# A scanned heading: one line, a title's length, no sentence end.
+_MAX_HEADING_WORDS = 12
+_MAX_HEADING_CHARS = 90
+TITLE_HEIGHT_RATIO = 1.3
+
+
+def body_line_height(paragraphs: list[OcrParagraph]) -> float | None:
+    """The line height most of a page's text is set in (median weighted by characters)."""
+    weighted = sorted((p.line_height, len(p.text)) for p in paragraphs if p.text)
+    total = sum(n for _, n in weighted)
+    seen = 0
+    for height, n in weighted:
+        seen += n
+        if seen * 2 >= total:
+            return height
+    return None
+
+
+def ocr_heading_level(paragraph: OcrParagraph, body_height: float | None) -> int | None:
+    """The heading level of an OCR paragraph, or None for body text.
+
+    A scan has no fonts, so only what survives as pixels counts: a single short line without a
+    sentence end that is numbered like a section (`3.1 Results` → level 2), written in capitals
+    (`ABSTRACT` → 2), or set clearly larger than the body text (a title → 1)."""
+    text = paragraph.text.strip()
+    top, bottom = paragraph.bbox[1], paragraph.bbox[3]
+    if (
+        not text
+        or bottom - top > 1.7 * paragraph.line_height  # more than one line
+        or len(text) > _MAX_HEADING_CHARS
+        or len(text.split()) > _MAX_HEADING_WORDS
+        or text.endswith((".", ",", ";"))
+        or not any(ch.isalpha() for ch in text)
+    ):
+        return None
+    large = body_height is not None and paragraph.line_height >= TITLE_HEIGHT_RATIO * body_height
+    depth = numbering_depth(text)
+    words = text.split()
+    if depth and len(words) >= 2 and words[1][:1].isupper():
+        return min(depth, 6)
+    letters = [ch for ch in text if ch.isalpha()]
+    wordy = len(letters) >= 0.6 * len(text.replace(" ", ""))  # not a code or an identifier
+    if len(letters) >= 4 and wordy and all(ch.isupper() for ch in letters):
+        return 1 if large else 2
+    if large and text[:1].isupper():
+        return 1
+    return None
