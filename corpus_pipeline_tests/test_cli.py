@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 
 import pytest
 from click.testing import CliRunner
@@ -88,11 +89,12 @@ def test_debug_stops_at_chunks(runner):
 
 
 def test_debug_of_an_unsupported_file_names_the_format(runner, tmp_path):
-    segments = tmp_path / "x.json"
-    segments.write_text('[{"type": "text", "content": "hello"}]')
-    result = runner.invoke(main, ["debug", str(segments)])
+    sheet = tmp_path / "x.ods"
+    with zipfile.ZipFile(sheet, "w") as zf:
+        zf.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
+    result = runner.invoke(main, ["debug", str(sheet)])
     assert result.exit_code == 2
-    assert "unsupported format 'segments_json'" in result.output
+    assert "unsupported format 'ods'" in result.output
 
 
 def test_debug_of_a_broken_pdf_says_it_is_corrupt(runner, tmp_path):

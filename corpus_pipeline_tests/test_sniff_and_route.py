@@ -59,10 +59,11 @@ def test_random_binary_is_unknown():
 
 
 def test_a_format_without_a_strategy_is_refused_with_its_name(tmp_path):
-    segments = tmp_path / "segments.json"
-    segments.write_text('[{"type": "text", "content": "hello"}]')
-    with pytest.raises(UnsupportedFormatError, match="unsupported format 'segments_json'"):
-        parser_for(profile_file(segments))
+    sheet = tmp_path / "sheet.ods"
+    with zipfile.ZipFile(sheet, "w") as zf:
+        zf.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
+    with pytest.raises(UnsupportedFormatError, match="unsupported format 'ods'"):
+        parser_for(profile_file(sheet))
 
 
 def test_profile_counts_docx_structure_and_guesses_language():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 
 class RowType(StrEnum):
@@ -108,3 +108,64 @@ def table_to_rows(table: pa.Table) -> list[ParsedRow]:
             f"{PARSED_ROW_SCHEMA.names}"
         )
     return [ParsedRow.model_validate(record) for record in table.to_pylist()]
+
+
+# -- raw segment JSON: documents segmented elsewhere -----------------------------------------
+
+SEGMENT_TYPE_NAMES: dict[str, RowType] = {
+    **dict.fromkeys(("heading", "title", "section_header", "header"), RowType.HEADING),
+    **dict.fromkeys(("text", "paragraph", "narrative_text", "formula"), RowType.PARAGRAPH),
+    **dict.fromkeys(("list_item", "list"), RowType.LIST_ITEM),
+    "table": RowType.TABLE,
+    **dict.fromkeys(("image", "picture", "figure"), RowType.IMAGE),
+    "caption": RowType.CAPTION,
+}
+
+
+class ImportedSegment(BaseModel):
+    """One segment of a document segmented elsewhere (the raw segment JSON import format).
+
+    A file is a JSON list of these, or `{"segments": [...]}`. Headings give the hierarchy;
+    without any heading segment, `section_path` does (headings are created where it changes).
+    A table is HTML (`html`, or `content` starting with `<table`); an image carries its bytes
+    as a data URI or base64 in `data`, and `content` is its caption or description."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    type: str = Field(
+        description="heading/title, text/paragraph, list_item, table, image/picture/figure, caption"
+    )
+    content: str = Field(default="", validation_alias=AliasChoices("content", "text"))
+    level: int | None = Field(default=None, ge=1, le=9, description="Heading level (1 = top).")
+    section_path: list[str] | None = Field(
+        default=None, validation_alias=AliasChoices("section_path", "hierarchy_path", "path")
+    )
+    page_numbers: list[int] = Field(
+        default_factory=list, validation_alias=AliasChoices("page_numbers", "pages", "page")
+    )
+    html: str | None = Field(default=None, description="A table as HTML.")
+    data: str | None = Field(default=None, description="Image bytes: a data URI or base64.")
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        name = value.strip().lower().replace("-", "_").replace(" ", "_")
+        if name not in SEGMENT_TYPE_NAMES:
+            known = ", ".join(sorted(SEGMENT_TYPE_NAMES))
+            raise ValueError(f"unknown segment type {value!r} (known: {known})")
+        return name
+
+    @field_validator("page_numbers", mode="before")
+    @classmethod
+    def _pages(cls, value: object) -> object:
+        return [value] if isinstance(value, int) else value
+
+    @property
+    def row_type(self) -> RowType:
+        return SEGMENT_TYPE_NAMES[self.type]
+
+
+class SegmentImportFile(BaseModel):
+    """The object form of a raw segment JSON file."""
+
+    segments: list[ImportedSegment] = Field(min_length=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 from corpus_pipeline.contracts import DocumentProfile, FileFormat, RoutingDecision
 from corpus_pipeline.errors import UnsupportedFormatError
 from corpus_pipeline.parsing.base import Parser
@@ -9,7 +11,6 @@ from corpus_pipeline.parsing.base import Parser
 _NOT_YET = {
     FileFormat.XLS: "legacy .xls parsing is not available yet (save the workbook as .xlsx)",
     FileFormat.ODS: "OpenDocument spreadsheet parsing is not available yet (save as .xlsx)",
-    FileFormat.SEGMENTS_JSON: "raw segment JSON import is not available yet",
 }
 
 
@@ -26,6 +27,7 @@ def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
         FileFormat.XLSX,
         FileFormat.PPTX,
         FileFormat.IMAGE,
+        FileFormat.SEGMENTS_JSON,
     ):
         return RoutingDecision(strategy=fmt.value, reason=evidence)
     if fmt is FileFormat.PDF:
@@ -36,40 +38,26 @@ def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
     return RoutingDecision(strategy="unsupported", reason=f"{evidence}; not a document format")
 
 
+# Strategy → "module:function", imported on first use (a format's libraries load only when a
+# file of that format is parsed).
+_STRATEGIES = {
+    "docx": "corpus_pipeline.parsing.docx:parse_docx",
+    "html": "corpus_pipeline.parsing.html:parse_html",
+    "markdown": "corpus_pipeline.parsing.markdown:parse_markdown",
+    "text": "corpus_pipeline.parsing.text:parse_text",
+    "pdf": "corpus_pipeline.parsing.pdf:parse_pdf",
+    "xlsx": "corpus_pipeline.parsing.xlsx:parse_xlsx",
+    "pptx": "corpus_pipeline.parsing.pptx:parse_pptx",
+    "image": "corpus_pipeline.parsing.image:parse_image",
+    "segments_json": "corpus_pipeline.parsing.segments:parse_segments",
+}
+
+
 def parser_for(profile: DocumentProfile) -> Parser:
     """The strategy function for a profile, or an error that names the format."""
-    strategy = profile.routing.strategy
-    if strategy == "docx":
-        from corpus_pipeline.parsing.docx import parse_docx
-
-        return parse_docx
-    if strategy == "html":
-        from corpus_pipeline.parsing.html import parse_html
-
-        return parse_html
-    if strategy == "markdown":
-        from corpus_pipeline.parsing.markdown import parse_markdown
-
-        return parse_markdown
-    if strategy == "pdf":
-        from corpus_pipeline.parsing.pdf import parse_pdf
-
-        return parse_pdf
-    if strategy == "image":
-        from corpus_pipeline.parsing.image import parse_image
-
-        return parse_image
-    if strategy == "pptx":
-        from corpus_pipeline.parsing.pptx import parse_pptx
-
-        return parse_pptx
-    if strategy == "xlsx":
-        from corpus_pipeline.parsing.xlsx import parse_xlsx
-
-        return parse_xlsx
-    if strategy == "text":
-        from corpus_pipeline.parsing.text import parse_text
-
-        return parse_text
-    detail = profile.routing.reason
-    raise UnsupportedFormatError(profile.format.value, detail)
+    target = _STRATEGIES.get(profile.routing.strategy)
+    if target is None:
+        raise UnsupportedFormatError(profile.format.value, profile.routing.reason)
+    module, _, function = target.partition(":")
+    parser: Parser = getattr(importlib.import_module(module), function)
+    return parser

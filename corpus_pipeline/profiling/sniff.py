@@ -158,7 +158,6 @@ def _is_segments_json(text: str) -> bool:
     return (
         isinstance(items, list)
         and bool(items)
-        and all(
-            isinstance(i, dict) and "type" in i and ("content" in i or "text" in i) for i in items
-        )
+        and all(isinstance(i, dict) and "type" in i for i in items)
+        and any("content" in i or "text" in i for i in items)
     )
