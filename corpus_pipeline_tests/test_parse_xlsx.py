@@ -226,3 +226,54 @@ def test_an_ingested_workbook_answers_a_search_with_the_sheet_as_section(setting
     assert top.document_id == records[doc].document_id
     assert top.chunk_type.value == "table" and "Bantam Books" in top.content
     assert top.section_path == ["Library Catalog"] and top.pages == [1]
+
+
+# -- legacy .xls --------------------------------------------------------------------------------
+
+
+def _xls(tmp_path: Path) -> Path:
+    import xlwt
+
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("Survey")
+    sheet.write_merge(0, 0, 0, 2, "Duck survey")
+    for c, head in enumerate(("Pond", "Date", "Ducks")):
+        sheet.write(1, c, head)
+    dates = xlwt.easyxf(num_format_str="YYYY-MM-DD")
+    for r, (pond, day, count) in enumerate(
+        (("Lake", dt.date(2024, 5, 2), 14), ("River", dt.date(2024, 5, 9), 7.5)), start=2
+    ):
+        sheet.write(r, 0, pond)
+        sheet.write(r, 1, day, dates)
+        sheet.write(r, 2, count)
+    hidden = book.add_sheet("Scratch")
+    hidden.write(0, 0, "notes")
+    hidden.visibility = 1
+    path = tmp_path / "survey.xls"
+    book.save(str(path))
+    return path
+
+
+def test_a_legacy_xls_workbook_is_read_like_xlsx(tmp_path: Path) -> None:
+    from corpus_pipeline.parsing.xlsx import parse_xls
+
+    path = _xls(tmp_path)
+    profile = profile_file(path)
+    assert (profile.format, profile.routing.strategy) == (FileFormat.XLS, "xls")
+    ctx = run_parser(parse_xls, path, tmp_path / "work", FileFormat.XLS)
+    assert _rows(ctx, RowType.HEADING) == ["Survey"]
+    assert _rows(ctx, RowType.CAPTION) == ["Duck survey"]
+    (table,) = tables_of(ctx)
+    assert "<thead><tr><th>Pond</th><th>Date</th><th>Ducks</th></tr></thead>" in str(table["html"])
+    assert "<td>Lake</td><td>2024-05-02</td><td>14</td>" in str(table["html"])
+    assert "<td>River</td><td>2024-05-09</td><td>7.5</td>" in str(table["html"])
+    assert any(d.code == "sheet.hidden" and "Scratch" in d.message for d in ctx.diagnostics.items)
+
+
+def test_a_broken_xls_raises_corrupt_document_error(tmp_path: Path) -> None:
+    from corpus_pipeline.parsing.xlsx import parse_xls
+
+    broken = tmp_path / "broken.xls"
+    broken.write_bytes(_xls(tmp_path).read_bytes()[:700])
+    with pytest.raises(CorruptDocumentError, match="xls"):
+        run_parser(parse_xls, broken, tmp_path / "work", FileFormat.XLS)

@@ -9,7 +9,6 @@ from corpus_pipeline.errors import UnsupportedFormatError
 from corpus_pipeline.parsing.base import Parser
 
 _NOT_YET = {
-    FileFormat.XLS: "legacy .xls parsing is not available yet (save the workbook as .xlsx)",
     FileFormat.ODS: "OpenDocument spreadsheet parsing is not available yet (save as .xlsx)",
 }
 
@@ -25,6 +24,7 @@ def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
         FileFormat.MARKDOWN,
         FileFormat.TEXT,
         FileFormat.XLSX,
+        FileFormat.XLS,
         FileFormat.PPTX,
         FileFormat.IMAGE,
         FileFormat.SEGMENTS_JSON,
@@ -47,6 +47,7 @@ _STRATEGIES = {
     "text": "corpus_pipeline.parsing.text:parse_text",
     "pdf": "corpus_pipeline.parsing.pdf:parse_pdf",
     "xlsx": "corpus_pipeline.parsing.xlsx:parse_xlsx",
+    "xls": "corpus_pipeline.parsing.xlsx:parse_xls",
     "pptx": "corpus_pipeline.parsing.pptx:parse_pptx",
     "image": "corpus_pipeline.parsing.image:parse_image",
     "segments_json": "corpus_pipeline.parsing.segments:parse_segments",

@@ -1,4 +1,5 @@
-"""XLSX strategy: every visible sheet is a section, every block of touching cells a table.
+"""XLSX and XLS strategies: every visible sheet is a section, every block of touching cells a
+table.
 
 A sheet has no reading order of its own, so structure comes from geometry: cells that touch
 (sharing an edge; a merged range counts as all the cells it covers) form one region, and
@@ -16,7 +17,7 @@ import datetime as dt
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from openpyxl import load_workbook
 from openpyxl.utils import get_column_letter
@@ -116,25 +117,33 @@ def cell_text(value: Any) -> str:
 
 
 class _Sheet:
-    """Cell texts and merged ranges of one worksheet."""
+    """Cell texts and merged ranges of one worksheet, whatever file format it came from."""
 
-    def __init__(self, ws: Any) -> None:
-        self.texts: dict[Cell, str] = {}
+    def __init__(self, texts: dict[Cell, str], merged: Iterable[Region]) -> None:
+        self.texts = texts
+        # Merged range anchor -> (rowspan, colspan); every covered cell -> its anchor.
+        self.spans: dict[Cell, tuple[int, int]] = {}
+        self.covered: dict[Cell, Cell] = {}
+        for rng in merged:
+            anchor = (rng.top, rng.left)
+            self.spans[anchor] = (rng.rows, rng.cols)
+            for r in range(rng.top, rng.bottom + 1):
+                for c in range(rng.left, rng.right + 1):
+                    if (r, c) != anchor:
+                        self.covered[(r, c)] = anchor
+
+    @classmethod
+    def from_openpyxl(cls, ws: Any) -> _Sheet:
+        texts = {}
         for row in ws.iter_rows():
             for cell in row:
                 text = cell_text(cell.value)
                 if text:
-                    self.texts[(cell.row, cell.column)] = text
-        # Merged range anchor -> (rowspan, colspan); every covered cell -> its anchor.
-        self.spans: dict[Cell, tuple[int, int]] = {}
-        self.covered: dict[Cell, Cell] = {}
-        for rng in ws.merged_cells.ranges:
-            anchor = (rng.min_row, rng.min_col)
-            self.spans[anchor] = (rng.max_row - rng.min_row + 1, rng.max_col - rng.min_col + 1)
-            for r in range(rng.min_row, rng.max_row + 1):
-                for c in range(rng.min_col, rng.max_col + 1):
-                    if (r, c) != anchor:
-                        self.covered[(r, c)] = anchor
+                    texts[(cell.row, cell.column)] = text
+        merged = [
+            Region(r.min_row, r.min_col, r.max_row, r.max_col) for r in ws.merged_cells.ranges
+        ]
+        return cls(texts, merged)
 
     def occupied(self) -> set[Cell]:
         cells = set(self.texts)
@@ -236,40 +245,47 @@ def parse_xlsx(ctx: ParseContext) -> None:
     workbook = _open(ctx)
     for number, ws in enumerate(workbook.worksheets, start=1):
         if ws.sheet_state != "visible":
-            ctx.diagnostics.add(
-                "parse", "sheet.hidden", f"sheet {ws.title!r} is {ws.sheet_state}; skipped"
-            )
+            skip_hidden(ctx, ws.title, ws.sheet_state)
             continue
         pages = [number]
-        ctx.emit(RowType.HEADING, ws.title, f"{ws.title}", heading_level=1, page_numbers=pages)
-        sheet = _Sheet(ws)
-        for region in regions(sheet.occupied()):
-            location = f"{ws.title}!{region.a1()}"
-            if region.rows >= 2 and region.cols >= 2:
-                caption, body = _caption(sheet, region)
-                if caption is not None:
-                    ctx.emit(RowType.CAPTION, caption, location, page_numbers=pages)
-                blocks = row_blocks(body, sheet.header_is_text(body), MAX_TABLE_ROWS)
-                for bands in blocks:
-                    rows = bands[-1]
-                    label = caption
-                    if len(blocks) > 1:
-                        span = f"rows {rows.top}–{rows.bottom} of {body.a1()}"
-                        label = f"{caption} ({span})" if caption else f"{ws.title} ({span})"
-                    where = f"{ws.title}!{rows.a1() if len(blocks) > 1 else body.a1()}"
-                    ctx.emit_table(sheet.grid(bands, label), where, page_numbers=pages)
-                continue
-            texts = [
-                sheet.texts[(r, c)]
-                for r in range(region.top, region.bottom + 1)
-                for c in range(region.left, region.right + 1)
-                if (r, c) in sheet.texts and (r, c) not in sheet.covered
-            ]
-            ctx.emit(RowType.PARAGRAPH, "\n".join(texts), location, page_numbers=pages)
+        emit_sheet(ctx, ws.title, number, _Sheet.from_openpyxl(ws))
         for image in getattr(ws, "_images", []):
             _emit_image(ctx, image, ws.title, pages)
         for chart in getattr(ws, "_charts", []):
             ctx.emit(RowType.PARAGRAPH, _chart_text(chart), f"{ws.title}!chart", page_numbers=pages)
+
+
+def skip_hidden(ctx: ParseContext, title: str, state: str) -> None:
+    ctx.diagnostics.add("parse", "sheet.hidden", f"sheet {title!r} is {state}; skipped")
+
+
+def emit_sheet(ctx: ParseContext, title: str, number: int, sheet: _Sheet) -> None:
+    """A sheet's heading, then its regions: tables (in header-led blocks when long) or text."""
+    pages = [number]
+    ctx.emit(RowType.HEADING, title, title, heading_level=1, page_numbers=pages)
+    for region in regions(sheet.occupied()):
+        location = f"{title}!{region.a1()}"
+        if region.rows >= 2 and region.cols >= 2:
+            caption, body = _caption(sheet, region)
+            if caption is not None:
+                ctx.emit(RowType.CAPTION, caption, location, page_numbers=pages)
+            blocks = row_blocks(body, sheet.header_is_text(body), MAX_TABLE_ROWS)
+            for bands in blocks:
+                rows = bands[-1]
+                label = caption
+                if len(blocks) > 1:
+                    span = f"rows {rows.top}–{rows.bottom} of {body.a1()}"
+                    label = f"{caption} ({span})" if caption else f"{title} ({span})"
+                where = f"{title}!{rows.a1() if len(blocks) > 1 else body.a1()}"
+                ctx.emit_table(sheet.grid(bands, label), where, page_numbers=pages)
+            continue
+        texts = [
+            sheet.texts[(r, c)]
+            for r in range(region.top, region.bottom + 1)
+            for c in range(region.left, region.right + 1)
+            if (r, c) in sheet.texts and (r, c) not in sheet.covered
+        ]
+        ctx.emit(RowType.PARAGRAPH, "\n".join(texts), location, page_numbers=pages)
 
 
 def _emit_image(ctx: ParseContext, image: Any, sheet: str, pages: list[int]) -> None:
@@ -304,3 +320,49 @@ def _rich_text(title: Any) -> str:
     rich = getattr(getattr(getattr(title, "tx", None), "rich", None), "p", None) or []
     runs = [run.t for paragraph in rich for run in (getattr(paragraph, "r", None) or []) if run.t]
     return " ".join(" ".join(runs).split())
+
+
+# -- legacy .xls (BIFF, read with xlrd) ---------------------------------------------------------
+
+
+def parse_xls(ctx: ParseContext) -> None:
+    """The same reading as XLSX for a legacy workbook (xlrd; no pictures or charts)."""
+    import xlrd
+
+    try:
+        book = xlrd.open_workbook(str(ctx.source_path), formatting_info=True, on_demand=True)
+    except (xlrd.biffh.XLRDError, OSError, ValueError, AssertionError, IndexError) as exc:
+        raise CorruptDocumentError(
+            "xls", f"the workbook cannot be read ({type(exc).__name__})"
+        ) from exc
+    states = {0: "visible", 1: "hidden", 2: "veryHidden"}
+    for number in range(1, book.nsheets + 1):
+        sheet = book.sheet_by_index(number - 1)
+        state = states.get(sheet.visibility, "hidden")
+        if state != "visible":
+            skip_hidden(ctx, sheet.name, state)
+            continue
+        texts = {}
+        for r in range(sheet.nrows):
+            for c in range(sheet.ncols):
+                text = cell_text(_xls_value(sheet.cell(r, c), book.datemode))
+                if text:
+                    texts[(r + 1, c + 1)] = text
+        merged = [Region(r0 + 1, c0 + 1, r1, c1) for r0, r1, c0, c1 in sheet.merged_cells]
+        emit_sheet(ctx, sheet.name, number, _Sheet(texts, merged))
+        book.unload_sheet(number - 1)
+
+
+def _xls_value(cell: Any, datemode: Literal[0, 1]) -> Any:
+    import xlrd
+
+    if cell.ctype == xlrd.XL_CELL_DATE:
+        try:
+            return xlrd.xldate.xldate_as_datetime(cell.value, datemode)
+        except (xlrd.xldate.XLDateError, ValueError, OverflowError):
+            return cell.value
+    if cell.ctype == xlrd.XL_CELL_BOOLEAN:
+        return bool(cell.value)
+    if cell.ctype in (xlrd.XL_CELL_ERROR, xlrd.XL_CELL_EMPTY, xlrd.XL_CELL_BLANK):
+        return None
+    return cell.value
