@@ -277,3 +277,88 @@ def test_a_broken_xls_raises_corrupt_document_error(tmp_path: Path) -> None:
     broken.write_bytes(_xls(tmp_path).read_bytes()[:700])
     with pytest.raises(CorruptDocumentError, match="xls"):
         run_parser(parse_xls, broken, tmp_path / "work", FileFormat.XLS)
+
+
+# -- OpenDocument spreadsheets --------------------------------------------------------------------
+
+_ODS_CONTENT = """<?xml version="1.0" encoding="UTF-8"?>
+<office:document-content
+  xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+  xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"
+  xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0"
+  xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.3">
+ <office:automatic-styles>
+  <style:style style:name="ta1" style:family="table"><style:table-properties table:display="true"/></style:style>
+  <style:style style:name="ta2" style:family="table"><style:table-properties table:display="false"/></style:style>
+ </office:automatic-styles>
+ <office:body><office:spreadsheet>
+  <table:table table:name="Survey" table:style-name="ta1">
+   <table:table-row>
+    <table:table-cell table:number-columns-spanned="3"><text:p>Duck survey</text:p></table:table-cell>
+    <table:covered-table-cell table:number-columns-repeated="2"/>
+   </table:table-row>
+   <table:table-row>
+    <table:table-cell><text:p>Pond</text:p></table:table-cell>
+    <table:table-cell><text:p>Date</text:p></table:table-cell>
+    <table:table-cell><text:p>Ducks</text:p></table:table-cell>
+   </table:table-row>
+   <table:table-row>
+    <table:table-cell office:value-type="string"><text:p>Lake</text:p></table:table-cell>
+    <table:table-cell office:value-type="date" office:date-value="2024-05-02"><text:p>02/05/24</text:p></table:table-cell>
+    <table:table-cell office:value-type="float" office:value="14"><text:p>14</text:p></table:table-cell>
+    <table:table-cell table:number-columns-repeated="16381"/>
+   </table:table-row>
+   <table:table-row>
+    <table:table-cell table:number-rows-spanned="2"><text:p>River</text:p></table:table-cell>
+    <table:table-cell office:value-type="date" office:date-value="2024-05-09"><text:p>09/05/24</text:p></table:table-cell>
+    <table:table-cell office:value-type="float" office:value="7.5"><text:p>7.5</text:p></table:table-cell>
+   </table:table-row>
+   <table:table-row>
+    <table:covered-table-cell/>
+    <table:table-cell office:value-type="date" office:date-value="2024-05-16"><text:p>16/05/24</text:p></table:table-cell>
+    <table:table-cell office:value-type="float" office:value="3"><text:p>3</text:p></table:table-cell>
+   </table:table-row>
+   <table:table-row table:number-rows-repeated="1048570"><table:table-cell table:number-columns-repeated="16384"/></table:table-row>
+  </table:table>
+  <table:table table:name="Scratch" table:style-name="ta2">
+   <table:table-row><table:table-cell><text:p>notes</text:p></table:table-cell></table:table-row>
+  </table:table>
+ </office:spreadsheet></office:body>
+</office:document-content>
+"""
+
+
+def _ods(tmp_path: Path) -> Path:
+    import zipfile
+
+    path = tmp_path / "survey.ods"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
+        zf.writestr("content.xml", _ODS_CONTENT)
+    return path
+
+
+def test_an_opendocument_spreadsheet_is_read_like_xlsx(tmp_path: Path) -> None:
+    from corpus_pipeline.parsing.xlsx import parse_ods
+
+    path = _ods(tmp_path)
+    profile = profile_file(path)
+    assert (profile.format, profile.routing.strategy) == (FileFormat.ODS, "ods")
+    ctx = run_parser(parse_ods, path, tmp_path / "work", FileFormat.ODS)
+    assert _rows(ctx, RowType.HEADING) == ["Survey"]
+    assert _rows(ctx, RowType.CAPTION) == ["Duck survey"]
+    (table,) = tables_of(ctx)
+    html = str(table["html"])
+    assert "<thead><tr><th>Pond</th><th>Date</th><th>Ducks</th></tr></thead>" in html
+    assert "<td>Lake</td><td>2024-05-02</td><td>14</td>" in html
+    assert '<td rowspan="2">River</td><td>2024-05-09</td><td>7.5</td>' in html
+    assert any(d.code == "sheet.hidden" and "Scratch" in d.message for d in ctx.diagnostics.items)
+
+
+def test_a_broken_ods_raises_corrupt_document_error(tmp_path: Path) -> None:
+    from corpus_pipeline.parsing.xlsx import parse_ods
+
+    broken = tmp_path / "broken.ods"
+    broken.write_bytes(_ods(tmp_path).read_bytes()[:120])
+    with pytest.raises(CorruptDocumentError, match="ods"):
+        run_parser(parse_ods, broken, tmp_path / "work", FileFormat.ODS)

@@ -59,11 +59,10 @@ def test_random_binary_is_unknown():
 
 
 def test_a_format_without_a_strategy_is_refused_with_its_name(tmp_path):
-    sheet = tmp_path / "sheet.ods"
-    with zipfile.ZipFile(sheet, "w") as zf:
-        zf.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
-    with pytest.raises(UnsupportedFormatError, match="unsupported format 'ods'"):
-        parser_for(profile_file(sheet))
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(UnsupportedFormatError, match="unsupported format 'unknown'"):
+        parser_for(profile_file(blob))
 
 
 def test_profile_counts_docx_structure_and_guesses_language():

@@ -8,36 +8,6 @@ from corpus_pipeline.contracts import DocumentProfile, FileFormat, RoutingDecisi
 from corpus_pipeline.errors import UnsupportedFormatError
 from corpus_pipeline.parsing.base import Parser
 
-_NOT_YET = {
-    FileFormat.ODS: "OpenDocument spreadsheet parsing is not available yet (save as .xlsx)",
-}
-
-
-def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
-    """Pick a strategy from the sniffed format and the profile's structural evidence."""
-    fmt = profile.format
-    if fmt is FileFormat.TEXT and (profile.heading_count or 0) >= 2:
-        return RoutingDecision(strategy="markdown", reason=f"{evidence}; Markdown headings found")
-    if fmt in (
-        FileFormat.DOCX,
-        FileFormat.HTML,
-        FileFormat.MARKDOWN,
-        FileFormat.TEXT,
-        FileFormat.XLSX,
-        FileFormat.XLS,
-        FileFormat.PPTX,
-        FileFormat.IMAGE,
-        FileFormat.SEGMENTS_JSON,
-    ):
-        return RoutingDecision(strategy=fmt.value, reason=evidence)
-    if fmt is FileFormat.PDF:
-        category = profile.pdf.category if profile.pdf is not None else "general"
-        return RoutingDecision(strategy="pdf", reason=f"{evidence}; PDF category {category}")
-    if fmt in _NOT_YET:
-        return RoutingDecision(strategy="unsupported", reason=f"{evidence}; {_NOT_YET[fmt]}")
-    return RoutingDecision(strategy="unsupported", reason=f"{evidence}; not a document format")
-
-
 # Strategy → "module:function", imported on first use (a format's libraries load only when a
 # file of that format is parsed).
 _STRATEGIES = {
@@ -48,10 +18,24 @@ _STRATEGIES = {
     "pdf": "corpus_pipeline.parsing.pdf:parse_pdf",
     "xlsx": "corpus_pipeline.parsing.xlsx:parse_xlsx",
     "xls": "corpus_pipeline.parsing.xlsx:parse_xls",
+    "ods": "corpus_pipeline.parsing.xlsx:parse_ods",
     "pptx": "corpus_pipeline.parsing.pptx:parse_pptx",
     "image": "corpus_pipeline.parsing.image:parse_image",
     "segments_json": "corpus_pipeline.parsing.segments:parse_segments",
 }
+
+
+def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
+    """Pick a strategy from the sniffed format and the profile's structural evidence."""
+    fmt = profile.format
+    if fmt is FileFormat.TEXT and (profile.heading_count or 0) >= 2:
+        return RoutingDecision(strategy="markdown", reason=f"{evidence}; Markdown headings found")
+    if fmt is FileFormat.PDF:
+        category = profile.pdf.category if profile.pdf is not None else "general"
+        return RoutingDecision(strategy="pdf", reason=f"{evidence}; PDF category {category}")
+    if fmt.value in _STRATEGIES:
+        return RoutingDecision(strategy=fmt.value, reason=evidence)
+    return RoutingDecision(strategy="unsupported", reason=f"{evidence}; not a document format")
 
 
 def parser_for(profile: DocumentProfile) -> Parser:

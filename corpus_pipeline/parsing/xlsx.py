@@ -366,3 +366,81 @@ def _xls_value(cell: Any, datemode: Literal[0, 1]) -> Any:
     if cell.ctype in (xlrd.XL_CELL_ERROR, xlrd.XL_CELL_EMPTY, xlrd.XL_CELL_BLANK):
         return None
     return cell.value
+
+
+# -- OpenDocument spreadsheets (content.xml, read with lxml) -------------------------------------
+
+_ODS_TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
+_ODS_OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+_ODS_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+_ODS_STYLE = "urn:oasis:names:tc:opendocument:xmlns:style:1.0"
+# Repeated rows/columns with content are expanded at most this often (empty ones are skipped).
+_ODS_MAX_REPEAT = 1_000
+
+
+def parse_ods(ctx: ParseContext) -> None:
+    """The same reading as XLSX for an OpenDocument spreadsheet (values as the file shows them)."""
+    from lxml import etree
+
+    try:
+        with zipfile.ZipFile(ctx.source_path) as zf:
+            root = etree.fromstring(zf.read("content.xml"))
+    except (zipfile.BadZipFile, KeyError, OSError, etree.XMLSyntaxError) as exc:
+        raise CorruptDocumentError(
+            "ods", f"the spreadsheet cannot be read ({type(exc).__name__})"
+        ) from exc
+    hidden_styles = {
+        style.get(f"{{{_ODS_STYLE}}}name")
+        for style in root.iter(f"{{{_ODS_STYLE}}}style")
+        for props in style.iter(f"{{{_ODS_STYLE}}}table-properties")
+        if props.get(f"{{{_ODS_TABLE}}}display") == "false"
+    }
+    for number, table in enumerate(root.iter(f"{{{_ODS_TABLE}}}table"), start=1):
+        title = table.get(f"{{{_ODS_TABLE}}}name") or f"Sheet{number}"
+        if table.get(f"{{{_ODS_TABLE}}}style-name") in hidden_styles:
+            skip_hidden(ctx, title, "hidden")
+            continue
+        emit_sheet(ctx, title, number, _ods_sheet(table))
+
+
+def _ods_sheet(table: Any) -> _Sheet:
+    t = f"{{{_ODS_TABLE}}}"
+    texts: dict[Cell, str] = {}
+    merged: list[Region] = []
+    r = 0
+    for row in table.iter(f"{t}table-row"):
+        cells = [
+            (cell, _ods_text(cell))
+            for cell in row
+            if cell.tag in (f"{t}table-cell", f"{t}covered-table-cell")
+        ]
+        repeat_rows = int(row.get(f"{t}number-rows-repeated", "1"))
+        if not any(text for _, text in cells):
+            r += repeat_rows  # empty rows (often "to the end of the sheet") hold nothing
+            continue
+        for _ in range(min(repeat_rows, _ODS_MAX_REPEAT)):
+            r += 1
+            c = 0
+            for cell, text in cells:
+                repeat = int(cell.get(f"{t}number-columns-repeated", "1"))
+                if not text or cell.tag != f"{t}table-cell":
+                    c += repeat
+                    continue
+                for _ in range(min(repeat, _ODS_MAX_REPEAT)):
+                    c += 1
+                    texts[(r, c)] = text
+                    rows = int(cell.get(f"{t}number-rows-spanned", "1"))
+                    cols = int(cell.get(f"{t}number-columns-spanned", "1"))
+                    if rows > 1 or cols > 1:
+                        merged.append(Region(r, c, r + rows - 1, c + cols - 1))
+    return _Sheet(texts, merged)
+
+
+def _ods_text(cell: Any) -> str:
+    """The cell as displayed: its paragraphs (dates keep their ISO value when shown otherwise)."""
+    o = f"{{{_ODS_OFFICE}}}"
+    paragraphs = ["".join(p.itertext()) for p in cell.iter(f"{{{_ODS_TEXT}}}p")]
+    shown = " ".join(" ".join(paragraphs).split())
+    if cell.get(f"{o}value-type") == "date" and cell.get(f"{o}date-value"):
+        return str(cell.get(f"{o}date-value")).removesuffix("T00:00:00")
+    return shown
