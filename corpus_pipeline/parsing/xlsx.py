@@ -21,7 +21,6 @@ from typing import Any, Literal
 
 from openpyxl import load_workbook
 from openpyxl.utils import get_column_letter
-from openpyxl.utils.exceptions import InvalidFileException
 
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.errors import CorruptDocumentError
@@ -232,9 +231,11 @@ def _caption(sheet: _Sheet, region: Region) -> tuple[str | None, Region]:
 
 
 def _open(ctx: ParseContext) -> Any:
+    """The whole workbook, loaded up front: a damaged package can fail anywhere inside
+    openpyxl (zip, XML, styles), and every such failure means the file is corrupt."""
     try:
         return load_workbook(ctx.source_path, data_only=True)
-    except (InvalidFileException, zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+    except Exception as exc:  # any damage, see the docstring
         raise CorruptDocumentError(
             "xlsx", f"the workbook cannot be read ({type(exc).__name__})"
         ) from exc
@@ -327,30 +328,42 @@ def _rich_text(title: Any) -> str:
 
 def parse_xls(ctx: ParseContext) -> None:
     """The same reading as XLSX for a legacy workbook (xlrd; no pictures or charts)."""
+    for number, name, state, sheet in _read_xls(ctx):
+        if state != "visible":
+            skip_hidden(ctx, name, state)
+        elif sheet is not None:
+            emit_sheet(ctx, name, number, sheet)
+
+
+def _read_xls(ctx: ParseContext) -> list[tuple[int, str, str, _Sheet | None]]:
+    """Every sheet's cells, read before anything is emitted: BIFF is a binary format whose
+    damage surfaces as any exception deep in xlrd, and all of it means one thing here."""
     import xlrd
 
+    states = {0: "visible", 1: "hidden", 2: "veryHidden"}
+    out: list[tuple[int, str, str, _Sheet | None]] = []
     try:
         book = xlrd.open_workbook(str(ctx.source_path), formatting_info=True, on_demand=True)
-    except (xlrd.biffh.XLRDError, OSError, ValueError, AssertionError, IndexError) as exc:
+        for index in range(book.nsheets):
+            sheet = book.sheet_by_index(index)
+            state = states.get(sheet.visibility, "hidden")
+            if state != "visible":
+                out.append((index + 1, sheet.name, state, None))
+                continue
+            texts = {}
+            for r in range(sheet.nrows):
+                for c in range(sheet.ncols):
+                    text = cell_text(_xls_value(sheet.cell(r, c), book.datemode))
+                    if text:
+                        texts[(r + 1, c + 1)] = text
+            merged = [Region(r0 + 1, c0 + 1, r1, c1) for r0, r1, c0, c1 in sheet.merged_cells]
+            out.append((index + 1, sheet.name, state, _Sheet(texts, merged)))
+            book.unload_sheet(index)
+    except Exception as exc:  # any damage, see the docstring
         raise CorruptDocumentError(
             "xls", f"the workbook cannot be read ({type(exc).__name__})"
         ) from exc
-    states = {0: "visible", 1: "hidden", 2: "veryHidden"}
-    for number in range(1, book.nsheets + 1):
-        sheet = book.sheet_by_index(number - 1)
-        state = states.get(sheet.visibility, "hidden")
-        if state != "visible":
-            skip_hidden(ctx, sheet.name, state)
-            continue
-        texts = {}
-        for r in range(sheet.nrows):
-            for c in range(sheet.ncols):
-                text = cell_text(_xls_value(sheet.cell(r, c), book.datemode))
-                if text:
-                    texts[(r + 1, c + 1)] = text
-        merged = [Region(r0 + 1, c0 + 1, r1, c1) for r0, r1, c0, c1 in sheet.merged_cells]
-        emit_sheet(ctx, sheet.name, number, _Sheet(texts, merged))
-        book.unload_sheet(number - 1)
+    return out
 
 
 def _xls_value(cell: Any, datemode: Literal[0, 1]) -> Any:
