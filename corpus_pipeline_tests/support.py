@@ -111,3 +111,17 @@ def build_documents(
             process_document(source, path, settings)
             records[name] = source
     return records
+
+
+def search_after_ingest(settings: Any, path: Path, query: str, top_k: int = 1) -> tuple[Any, Any]:
+    """Ingest one file through every stage, publish, and run a classic search:
+    (its SourceRecord, the SearchResponse)."""
+    from corpus_pipeline.contracts.search import SearchRequest
+    from corpus_pipeline.publish.service import publish
+    from query_service.classic import classic_search
+    from query_service.revision import open_revision
+
+    records = build_documents(settings, {path.name: path.read_bytes()})
+    publish(settings)
+    revision = open_revision(settings.published_dir, "default")
+    return records[path.name], classic_search(revision, SearchRequest(query=query, top_k=top_k))

@@ -26,6 +26,7 @@ from corpus_pipeline_tests.support import (
     headings_of,
     run_parser,
     scorer,
+    search_after_ingest,
     tables_of,
 )
 
@@ -130,19 +131,8 @@ def test_a_truncated_presentation_raises_corrupt_document_error(tmp_path: Path) 
 
 
 def test_an_ingested_presentation_finds_a_reviewer_comment(settings) -> None:
-    from corpus_pipeline.contracts.search import SearchRequest
-    from corpus_pipeline.publish.service import publish
-    from query_service.classic import classic_search
-    from query_service.revision import open_revision
-
-    from .support import build_documents
-
-    doc = "powerpoint_comments.pptx"
-    build_documents(settings, {doc: (DOCS / doc).read_bytes()})
-    publish(settings)
-    revision = open_revision(settings.published_dir, "default")
-    response = classic_search(
-        revision, SearchRequest(query="which feature did a reviewer call cool", top_k=1)
+    _, response = search_after_ingest(
+        settings, DOCS / "powerpoint_comments.pptx", "which feature did a reviewer call cool"
     )
     top = response.results[0]
     assert "This is a cool feature" in top.content

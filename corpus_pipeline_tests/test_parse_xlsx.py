@@ -27,6 +27,7 @@ from corpus_pipeline_tests.support import (
     headings_of,
     run_parser,
     scorer,
+    search_after_ingest,
     tables_of,
 )
 
@@ -209,22 +210,14 @@ def test_a_truncated_workbook_raises_corrupt_document_error(tmp_path: Path) -> N
 
 
 def test_an_ingested_workbook_answers_a_search_with_the_sheet_as_section(settings) -> None:
-    from corpus_pipeline.contracts.search import SearchRequest
-    from corpus_pipeline.publish.service import publish
-    from query_service.classic import classic_search
-    from query_service.revision import open_revision
-
-    from .support import build_documents
-
-    doc = "xlsx_09_section_label_header.xlsx"
-    records = build_documents(settings, {doc: (DOCS / doc).read_bytes()})
-    publish(settings)
-    revision = open_revision(settings.published_dir, "default")
-    response = classic_search(
-        revision, SearchRequest(query="publisher of A Brief History of Time", top_k=3)
+    record, response = search_after_ingest(
+        settings,
+        DOCS / "xlsx_09_section_label_header.xlsx",
+        "publisher of A Brief History of Time",
+        top_k=3,
     )
     top = response.results[0]
-    assert top.document_id == records[doc].document_id
+    assert top.document_id == record.document_id
     assert top.chunk_type.value == "table" and "Bantam Books" in top.content
     assert top.section_path == ["Library Catalog"] and top.pages == [1]
 

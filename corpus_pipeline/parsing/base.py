@@ -11,10 +11,13 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from corpus_pipeline.contracts import Diagnostic, DocumentProfile, LinkSpan, ParsedRow, RowType
+from corpus_pipeline.errors import CorruptDocumentError
 from corpus_pipeline.parsing.tables import TableGrid
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from corpus_pipeline.settings import CorpusSettings
@@ -209,6 +212,18 @@ class ParseContext:
             resource_path=info.file_path,
             page_numbers=page_numbers,
         )
+
+
+def load_or_corrupt(fmt: str, what: str, load: Callable[[], T]) -> T:
+    """Open a binary package with a third-party reader. A damaged file can fail anywhere inside
+    such a reader (zip, XML, records), and every such failure means the same thing here: the
+    file is corrupt, named by its format, without the library's internals in the message."""
+    try:
+        return load()
+    except Exception as exc:  # any damage, see the docstring
+        raise CorruptDocumentError(
+            fmt, f"the {what} cannot be read ({type(exc).__name__})"
+        ) from exc
 
 
 Parser = Callable[[ParseContext], None]

@@ -19,8 +19,7 @@ from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 
 from corpus_pipeline.contracts import RowType
-from corpus_pipeline.errors import CorruptDocumentError
-from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.base import ParseContext, load_or_corrupt
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
 
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
@@ -31,19 +30,10 @@ _TITLES = (PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE, PP_PLACEHOLDER.VER
 _BULLETED = (PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT, PP_PLACEHOLDER.VERTICAL_BODY)
 
 
-def _open(ctx: ParseContext) -> Any:
-    """The presentation package; a damaged one can fail anywhere inside python-pptx (zip,
-    XML, relationships), and every such failure means the file is corrupt."""
-    try:
-        return Presentation(str(ctx.source_path))
-    except Exception as exc:  # any damage, see the docstring
-        raise CorruptDocumentError(
-            "pptx", f"the presentation cannot be read ({type(exc).__name__})"
-        ) from exc
-
-
 def parse_pptx(ctx: ParseContext) -> None:
-    presentation = _open(ctx)
+    presentation = load_or_corrupt(
+        "pptx", "presentation", lambda: Presentation(str(ctx.source_path))
+    )
     authors = _comment_authors(presentation)
     for number, slide in enumerate(presentation.slides, start=1):
         pages = [number]

@@ -23,8 +23,7 @@ from openpyxl import load_workbook
 from openpyxl.utils import get_column_letter
 
 from corpus_pipeline.contracts import RowType
-from corpus_pipeline.errors import CorruptDocumentError
-from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.base import ParseContext, load_or_corrupt
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
 
 Cell = tuple[int, int]  # (row, column), 1-based as in the sheet
@@ -230,20 +229,11 @@ def _caption(sheet: _Sheet, region: Region) -> tuple[str | None, Region]:
     return sheet.texts[anchors[0]], body
 
 
-def _open(ctx: ParseContext) -> Any:
-    """The whole workbook, loaded up front: a damaged package can fail anywhere inside
-    openpyxl (zip, XML, styles), and every such failure means the file is corrupt."""
-    try:
-        return load_workbook(ctx.source_path, data_only=True)
-    except Exception as exc:  # any damage, see the docstring
-        raise CorruptDocumentError(
-            "xlsx", f"the workbook cannot be read ({type(exc).__name__})"
-        ) from exc
-
-
 def parse_xlsx(ctx: ParseContext) -> None:
     """Emit each visible sheet as a level-1 heading followed by its regions in reading order."""
-    workbook = _open(ctx)
+    workbook = load_or_corrupt(
+        "xlsx", "workbook", lambda: load_workbook(ctx.source_path, data_only=True)
+    )
     for number, ws in enumerate(workbook.worksheets, start=1):
         if ws.sheet_state != "visible":
             skip_hidden(ctx, ws.title, ws.sheet_state)
@@ -340,29 +330,32 @@ def _read_xls(ctx: ParseContext) -> list[tuple[int, str, str, _Sheet | None]]:
     damage surfaces as any exception deep in xlrd, and all of it means one thing here."""
     import xlrd
 
+    def read() -> list[tuple[int, str, str, _Sheet | None]]:
+        return _xls_sheets(
+            xlrd.open_workbook(str(ctx.source_path), formatting_info=True, on_demand=True)
+        )
+
+    return load_or_corrupt("xls", "workbook", read)
+
+
+def _xls_sheets(book: Any) -> list[tuple[int, str, str, _Sheet | None]]:
     states = {0: "visible", 1: "hidden", 2: "veryHidden"}
     out: list[tuple[int, str, str, _Sheet | None]] = []
-    try:
-        book = xlrd.open_workbook(str(ctx.source_path), formatting_info=True, on_demand=True)
-        for index in range(book.nsheets):
-            sheet = book.sheet_by_index(index)
-            state = states.get(sheet.visibility, "hidden")
-            if state != "visible":
-                out.append((index + 1, sheet.name, state, None))
-                continue
-            texts = {}
-            for r in range(sheet.nrows):
-                for c in range(sheet.ncols):
-                    text = cell_text(_xls_value(sheet.cell(r, c), book.datemode))
-                    if text:
-                        texts[(r + 1, c + 1)] = text
-            merged = [Region(r0 + 1, c0 + 1, r1, c1) for r0, r1, c0, c1 in sheet.merged_cells]
-            out.append((index + 1, sheet.name, state, _Sheet(texts, merged)))
-            book.unload_sheet(index)
-    except Exception as exc:  # any damage, see the docstring
-        raise CorruptDocumentError(
-            "xls", f"the workbook cannot be read ({type(exc).__name__})"
-        ) from exc
+    for index in range(book.nsheets):
+        sheet = book.sheet_by_index(index)
+        state = states.get(sheet.visibility, "hidden")
+        if state != "visible":
+            out.append((index + 1, sheet.name, state, None))
+            continue
+        texts = {}
+        for r in range(sheet.nrows):
+            for c in range(sheet.ncols):
+                text = cell_text(_xls_value(sheet.cell(r, c), book.datemode))
+                if text:
+                    texts[(r + 1, c + 1)] = text
+        merged = [Region(r0 + 1, c0 + 1, r1, c1) for r0, r1, c0, c1 in sheet.merged_cells]
+        out.append((index + 1, sheet.name, state, _Sheet(texts, merged)))
+        book.unload_sheet(index)
     return out
 
 
@@ -395,13 +388,11 @@ def parse_ods(ctx: ParseContext) -> None:
     """The same reading as XLSX for an OpenDocument spreadsheet (values as the file shows them)."""
     from lxml import etree
 
-    try:
+    def read() -> Any:
         with zipfile.ZipFile(ctx.source_path) as zf:
-            root = etree.fromstring(zf.read("content.xml"))
-    except (zipfile.BadZipFile, KeyError, OSError, etree.XMLSyntaxError) as exc:
-        raise CorruptDocumentError(
-            "ods", f"the spreadsheet cannot be read ({type(exc).__name__})"
-        ) from exc
+            return etree.fromstring(zf.read("content.xml"))
+
+    root = load_or_corrupt("ods", "spreadsheet", read)
     hidden_styles = {
         style.get(f"{{{_ODS_STYLE}}}name")
         for style in root.iter(f"{{{_ODS_STYLE}}}style")
