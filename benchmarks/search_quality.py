@@ -24,10 +24,12 @@ from typing import Any
 
 import tantivy
 
+from benchmarks.structure_quality import corpus_passwords
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.errors import CorpusError
 from corpus_pipeline.pipeline import parse_rows, run_profile
 from corpus_pipeline.publish.service import publish
+from corpus_pipeline.secrets import document_password
 from corpus_pipeline.settings import CorpusSettings, load_settings
 from corpus_pipeline_tests.support import build_documents
 from query_service.classic import classic_search
@@ -79,14 +81,18 @@ def load_questions(corpus: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def extract_texts(docs_dir: Path, workdir: Path) -> Corpus:
+def extract_texts(docs_dir: Path, workdir: Path, passwords: dict[str, str] | None = None) -> Corpus:
     """Profile + parse every document: the text of the supported ones (the parsed rows' text
-    joined in reading order), the refusal message of the others."""
+    joined in reading order), the refusal message of the others. Encrypted documents open with
+    the corpus manifest's password."""
     corpus = Corpus()
+    passwords = passwords or {}
     for doc in sorted(p for p in docs_dir.iterdir() if p.is_file()):
+        password = passwords.get(doc.name)
         try:
-            profile = run_profile(doc, doc.name)
-            ctx = parse_rows(doc, doc.name, profile, workdir / doc.name)
+            with document_password(doc.name, password):
+                profile = run_profile(doc, doc.name, document_id=doc.name)
+            ctx = parse_rows(doc, doc.name, profile, workdir / doc.name, password=password)
         except CorpusError as exc:
             corpus.skipped[doc.name] = str(exc)
             continue
@@ -95,12 +101,19 @@ def extract_texts(docs_dir: Path, workdir: Path) -> Corpus:
     return corpus
 
 
-def ingest(settings: CorpusSettings, docs_dir: Path, corpus: Corpus) -> None:
+def ingest(
+    settings: CorpusSettings,
+    docs_dir: Path,
+    corpus: Corpus,
+    passwords: dict[str, str] | None = None,
+) -> None:
     """Every stage for each supported document, then one published revision. A document that a
     later stage refuses moves from `texts` to `skipped`, so both systems see the same set."""
     for name in corpus.ingested:
         try:
-            build_documents(settings, {name: (docs_dir / name).read_bytes()})
+            build_documents(
+                settings, {name: (docs_dir / name).read_bytes()}, passwords=passwords or {}
+            )
         except CorpusError as exc:
             corpus.skipped[name] = str(exc)
             del corpus.texts[name]
@@ -218,11 +231,12 @@ def run_benchmark(corpus_dir: Path, workdir: Path) -> BenchmarkRun:
     """Extract, ingest, publish and search with both systems (unscored)."""
     seconds: dict[str, float] = {}
     mark = time.perf_counter()
-    corpus = extract_texts(corpus_dir / "docs", workdir / "extract")
+    passwords = corpus_passwords(corpus_dir)
+    corpus = extract_texts(corpus_dir / "docs", workdir / "extract", passwords)
     seconds["extract"] = time.perf_counter() - mark
     mark = time.perf_counter()
     settings = load_settings(home=workdir / "corpus_home")
-    ingest(settings, corpus_dir / "docs", corpus)
+    ingest(settings, corpus_dir / "docs", corpus, passwords)
     seconds["ingest_publish"] = time.perf_counter() - mark
     questions = load_questions(corpus_dir)
     mark = time.perf_counter()

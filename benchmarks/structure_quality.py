@@ -23,16 +23,20 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
 
 
-def parse_corpus(corpus: Path, out: Path) -> dict[str, str]:
-    """Parse every document; returns doc → status ('ok' or the refusal message)."""
-    status: dict[str, str] = {}
-    # Encrypted sample PDFs carry their password in the corpus manifest.
+def corpus_passwords(corpus: Path) -> dict[str, str]:
+    """Encrypted sample documents carry their password in the corpus manifest."""
     manifest = [
         json.loads(line)
         for line in (corpus / "manifest.jsonl").open(encoding="utf-8")
         if line.strip()
     ]
-    passwords = {m["doc"]: m["password"] for m in manifest if m.get("password")}
+    return {m["doc"]: m["password"] for m in manifest if m.get("password")}
+
+
+def parse_corpus(corpus: Path, out: Path) -> dict[str, str]:
+    """Parse every document; returns doc → status ('ok' or the refusal message)."""
+    status: dict[str, str] = {}
+    passwords = corpus_passwords(corpus)
     with out.open("w", encoding="utf-8") as fh, tempfile.TemporaryDirectory() as tmp:
         for doc in sorted((corpus / "docs").iterdir()):
             work = Path(tmp) / doc.name

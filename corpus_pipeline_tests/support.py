@@ -89,15 +89,21 @@ def tables_of(ctx: ParseContext) -> list[dict[str, Any]]:
 
 
 def build_documents(
-    settings: Any, files: dict[str, bytes | str], namespace: str = "default", **record: Any
+    settings: Any,
+    files: dict[str, bytes | str],
+    namespace: str = "default",
+    passwords: dict[str, str] | None = None,
+    **record: Any,
 ) -> dict[str, Any]:
     """Register files and run every stage in-process (no Dagster): name → SourceRecord.
 
-    For tests of what comes after the per-document artifacts (publishing, search).
+    For tests of what comes after the per-document artifacts (publishing, search). An encrypted
+    file opens with `passwords[name]` (held in memory for its processing only).
     """
     import tempfile
 
     from corpus_pipeline.pipeline import process_document
+    from corpus_pipeline.secrets import document_password
     from corpus_pipeline.storage import ObjectStore, SourceRegistry
 
     registry = SourceRegistry(ObjectStore(settings.object_store))
@@ -108,7 +114,8 @@ def build_documents(
             source = registry.register(data, name, namespace, **record)
             path = Path(tmp) / Path(name).name
             path.write_bytes(data)
-            process_document(source, path, settings)
+            with document_password(source.document_id, (passwords or {}).get(name)):
+                process_document(source, path, settings)
             records[name] = source
     return records
 
