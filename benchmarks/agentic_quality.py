@@ -42,6 +42,7 @@ from typing import Any
 from benchmarks import search_latency as lat
 from benchmarks import search_quality as sq
 from benchmarks import synthetic as syn
+from benchmarks.structure_quality import corpus_passwords
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, AgenticResult
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.publish import tables as pt
@@ -287,9 +288,10 @@ def quality(corpus_dir: Path, workdir: Path) -> Row:
     seconds: dict[str, float] = {}
     scorer = load_scorer(corpus_dir)
     mark = time.perf_counter()
-    corpus = sq.extract_texts(corpus_dir / "docs", workdir / "extract")
+    passwords = corpus_passwords(corpus_dir)
+    corpus = sq.extract_texts(corpus_dir / "docs", workdir / "extract", passwords)
     settings = load_settings(home=workdir / "corpus_home")
-    sq.ingest(settings, corpus_dir / "docs", corpus)
+    sq.ingest(settings, corpus_dir / "docs", corpus, passwords)
     seconds["extract_ingest_publish"] = time.perf_counter() - mark
     questions = sq.load_questions(corpus_dir)
     supported = [q for q in questions if q["doc"] in corpus.texts]
