@@ -175,6 +175,42 @@ def test_a_long_data_sheet_is_stored_in_blocks_that_repeat_the_header(tmp_path: 
     assert "Pond 120" in tables[2].text
 
 
+def test_a_formula_without_a_stored_result_keeps_its_formula_text(tmp_path: Path) -> None:
+    def fill(ws: Worksheet) -> None:
+        ws.append(["Item", "Cost"])
+        ws.append(["Boats", 1200])
+        ws.append(["Total", "=SUM(B2:B2)"])  # openpyxl stores no result, like most libraries
+
+    ctx = _built(tmp_path, fill)
+    (table,) = tables_of(ctx)
+    assert "<td>Total</td><td>=SUM(B2:B2)</td>" in str(table["html"])
+    (note,) = [d for d in ctx.diagnostics.items if d.code == "formula.uncached"]
+    assert note.message.startswith("1 formula cell(s)")
+
+
+def test_a_stored_formula_result_is_read_as_the_value(tmp_path: Path) -> None:
+    import zipfile
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert isinstance(sheet, Worksheet)
+    for row in (["Item", "Cost"], ["Boats", 1200], ["Total", "=SUM(B2:B2)"]):
+        sheet.append(row)
+    plain = tmp_path / "plain.xlsx"
+    workbook.save(plain)
+    # What a spreadsheet application saves: the formula and its computed result.
+    path = tmp_path / "computed.xlsx"
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(path, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                data = data.replace(b"<v></v>", b"<v>1200</v>")
+            dst.writestr(item, data)
+    ctx = _parse(path, tmp_path)
+    assert "<td>Total</td><td>1200</td>" in str(tables_of(ctx)[0]["html"])
+    assert not [d for d in ctx.diagnostics.items if d.code == "formula.uncached"]
+
+
 def test_dates_and_numbers_in_cells_read_as_displayed(tmp_path: Path) -> None:
     def fill(ws: Worksheet) -> None:
         ws.append(["Survey", "Date", "Ducks"])

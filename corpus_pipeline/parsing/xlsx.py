@@ -8,15 +8,18 @@ tables set corner to corner are two tables. A region of at least two rows and tw
 table (merged ranges become rowspan/colspan); a single-cell top row above such a region (a
 merged title row, or a label in its first column) is the table's caption; anything smaller is
 text. A table longer than MAX_TABLE_ROWS data rows is stored in blocks that repeat its header.
-Values are the cached results Excel stored (formulas are not re-evaluated here).
+Values are the results the file stores (formulas are not re-evaluated here); a formula whose
+result was never stored keeps its formula text.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from openpyxl import load_workbook
@@ -131,13 +134,21 @@ class _Sheet:
                         self.covered[(r, c)] = anchor
 
     @classmethod
-    def from_openpyxl(cls, ws: Any) -> _Sheet:
+    def from_openpyxl(cls, ws: Any, formulas: Any = None) -> _Sheet:
+        """`formulas`: the same sheet loaded with formulas, for cells whose result the file
+        does not store (written by a library, never opened in a spreadsheet application)."""
         texts = {}
         for row in ws.iter_rows():
             for cell in row:
                 text = cell_text(cell.value)
                 if text:
                     texts[(cell.row, cell.column)] = text
+        if formulas is not None:
+            for row in formulas.iter_rows():
+                for cell in row:
+                    key = (cell.row, cell.column)
+                    if key not in texts and isinstance(cell.value, str) and cell.value[:1] == "=":
+                        texts[key] = cell.value
         merged = [
             Region(r.min_row, r.min_col, r.max_row, r.max_col) for r in ws.merged_cells.ranges
         ]
@@ -234,16 +245,47 @@ def parse_xlsx(ctx: ParseContext) -> None:
     workbook = load_or_corrupt(
         "xlsx", "workbook", lambda: load_workbook(ctx.source_path, data_only=True)
     )
+    uncached = _formulas_without_results(ctx.source_path)
+    formulas = (
+        load_or_corrupt("xlsx", "workbook", lambda: load_workbook(ctx.source_path))
+        if uncached
+        else None
+    )
+    if uncached:
+        ctx.diagnostics.add(
+            "parse",
+            "formula.uncached",
+            f"{uncached} formula cell(s) without a stored result: their formula text is kept",
+        )
     for number, ws in enumerate(workbook.worksheets, start=1):
         if ws.sheet_state != "visible":
             skip_hidden(ctx, ws.title, ws.sheet_state)
             continue
         pages = [number]
-        emit_sheet(ctx, ws.title, number, _Sheet.from_openpyxl(ws))
+        same = formulas.worksheets[number - 1] if formulas is not None else None
+        emit_sheet(ctx, ws.title, number, _Sheet.from_openpyxl(ws, same))
         for image in getattr(ws, "_images", []):
             _emit_image(ctx, image, ws.title, pages)
         for chart in getattr(ws, "_charts", []):
             ctx.emit(RowType.PARAGRAPH, _chart_text(chart), f"{ws.title}!chart", page_numbers=pages)
+
+
+_FORMULA_CELL = re.compile(rb"<c\b[^>]*>\s*<f\b[^>]*(?:/>|>[^<]*</f>)\s*(?:<v>([^<]*)</v>)?", re.S)
+
+
+def _formulas_without_results(path: Path) -> int:
+    """How many formula cells store no result (`<f>` without a `<v>` in the sheet XML) — the
+    workbook is then read a second time for their formula text."""
+    count = 0
+    with zipfile.ZipFile(path) as zf:
+        for name in zf.namelist():
+            if name.startswith("xl/worksheets/") and name.endswith(".xml"):
+                data = zf.read(name)
+                if b"<f" in data:
+                    count += sum(
+                        1 for m in _FORMULA_CELL.finditer(data) if not m.group(1)
+                    )  # empty or absent <v>
+    return count
 
 
 def skip_hidden(ctx: ParseContext, title: str, state: str) -> None:
