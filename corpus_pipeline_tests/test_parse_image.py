@@ -115,3 +115,12 @@ def test_a_file_that_is_not_an_image_raises_corrupt_document_error(tmp_path: Pat
     with pytest.raises(CorruptDocumentError, match="image") as info:
         read_frames(broken)
     assert info.value.format == "image"
+
+
+def test_an_image_too_large_to_decode_safely_says_so(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1_000)
+    path = tmp_path / "poster.png"
+    Image.new("L", (100, 100), "white").save(path)  # 10,000 pixels > 2 x 1,000
+    assert profile_file(path).routing.strategy == "image"  # profiling reads the header only
+    with pytest.raises(CorruptDocumentError, match="too large to decode safely"):
+        read_frames(path)

@@ -51,11 +51,20 @@ def read_frames(path: Path, max_frames: int = MAX_FRAMES) -> tuple[list[Frame], 
                 buf = io.BytesIO()
                 rgb.save(buf, format="PNG")
                 frames.append(Frame(buf.getvalue(), rgb.width * 72 / dpi, rgb.height * 72 / dpi))
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+    except Image.DecompressionBombError as exc:
+        raise CorruptDocumentError(
+            "image", f"the image is too large to decode safely (over {2 * _max_pixels():,} pixels)"
+        ) from exc
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise CorruptDocumentError(
             "image", f"the image cannot be decoded ({type(exc).__name__})"
         ) from exc
     return frames, total
+
+
+def _max_pixels() -> int:
+    """Pillow's decompression-bomb guard (it refuses images over twice this many pixels)."""
+    return int(Image.MAX_IMAGE_PIXELS or 0)
 
 
 def _dpi(value: object) -> float:

@@ -193,8 +193,8 @@ def _image_facts(data: bytes) -> dict[str, object]:
     try:
         with Image.open(io.BytesIO(data)) as image:
             frames = getattr(image, "n_frames", 1)
-    except (UnidentifiedImageError, OSError, ValueError):
-        return {}
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        return {}  # the parser names the problem
     return {"page_count": frames, "image_count": frames}
 
 
