@@ -89,6 +89,20 @@ def test_shapes_on_one_line_are_read_left_to_right(tmp_path: Path) -> None:
     assert _texts(_parse(path, tmp_path), RowType.PARAGRAPH) == ["left", "middle", "right", "below"]
 
 
+def test_a_hidden_slide_is_skipped_and_the_next_keeps_its_number(tmp_path: Path) -> None:
+    presentation = Presentation()
+    for title in ("Visible one", "Hidden draft", "Visible two"):
+        slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+        slide.shapes.title.text = title  # type: ignore[union-attr]
+    presentation.slides[1]._element.set("show", "0")
+    path = tmp_path / "hidden.pptx"
+    presentation.save(str(path))
+    ctx = _parse(path, tmp_path)
+    headings = [(r.text, r.page_numbers) for r in ctx.rows if r.row_type is RowType.HEADING]
+    assert headings == [("Visible one", [1]), ("Visible two", [3])]
+    assert [d.code for d in ctx.diagnostics.items] == ["slide.hidden"]
+
+
 def test_pictures_and_charts_are_kept(tmp_path: Path) -> None:
     presentation = Presentation()
     slide = _blank_slide(presentation)

@@ -6,7 +6,8 @@ text frames as paragraphs (bulleted placeholder text as list items), tables with
 rowspan/colspan from merged cells, pictures as images (alt text from the shape's description),
 charts as a line of text (kind, title, series and categories). Speaker notes and reviewer
 comments (which python-pptx does not expose; read from the slide's comments part) follow the
-slide's shapes, so a search finds them and cites the slide.
+slide's shapes, so a search finds them and cites the slide. Hidden slides are skipped (like
+hidden sheets), with a diagnostic; slide numbers stay their positions in the deck.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ def parse_pptx(ctx: ParseContext) -> None:
     )
     authors = _comment_authors(presentation)
     for number, slide in enumerate(presentation.slides, start=1):
+        if slide._element.get("show") in ("0", "false"):
+            ctx.diagnostics.add("parse", "slide.hidden", f"slide {number} is hidden; skipped")
+            continue
         pages = [number]
         title_shape = slide.shapes.title
         title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
