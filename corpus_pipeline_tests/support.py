@@ -132,3 +132,10 @@ def search_after_ingest(settings: Any, path: Path, query: str, top_k: int = 1) -
     publish(settings)
     revision = open_revision(settings.published_dir, "default")
     return records[path.name], classic_search(revision, SearchRequest(query=query, top_k=top_k))
+
+
+def truncated_copy(source: Path, tmp_path: Path, keep: int = 400) -> Path:
+    """The first `keep` bytes of `source` under the same extension: a broken upload."""
+    broken = tmp_path / f"broken{source.suffix}"
+    broken.write_bytes(source.read_bytes()[:keep])
+    return broken

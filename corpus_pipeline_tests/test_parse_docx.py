@@ -26,6 +26,7 @@ from corpus_pipeline_tests.support import (
     run_parser,
     scorer,
     tables_of,
+    truncated_copy,
 )
 
 
@@ -323,8 +324,7 @@ def test_hyperlink_field_becomes_a_link_span(tmp_path: Path) -> None:
 
 
 def test_truncated_docx_raises_corrupt_document_error(tmp_path: Path) -> None:
-    broken = tmp_path / "broken.docx"
-    broken.write_bytes((DOCS / "word_sample.docx").read_bytes()[:500])
+    broken = truncated_copy(DOCS / "word_sample.docx", tmp_path, keep=500)
     with pytest.raises(CorruptDocumentError, match="docx") as info:
         _parse(broken, tmp_path)
     assert info.value.format == "docx"

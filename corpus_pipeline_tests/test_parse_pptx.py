@@ -28,6 +28,7 @@ from corpus_pipeline_tests.support import (
     scorer,
     search_after_ingest,
     tables_of,
+    truncated_copy,
 )
 
 
@@ -137,8 +138,7 @@ def test_the_profile_counts_slides_and_routes_to_the_pptx_parser() -> None:
 
 
 def test_a_truncated_presentation_raises_corrupt_document_error(tmp_path: Path) -> None:
-    broken = tmp_path / "broken.pptx"
-    broken.write_bytes((DOCS / "powerpoint_sample.pptx").read_bytes()[:400])
+    broken = truncated_copy(DOCS / "powerpoint_sample.pptx", tmp_path)
     with pytest.raises(CorruptDocumentError, match="pptx") as info:
         _parse(broken, tmp_path)
     assert info.value.format == "pptx"

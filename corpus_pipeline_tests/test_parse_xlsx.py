@@ -29,6 +29,7 @@ from corpus_pipeline_tests.support import (
     scorer,
     search_after_ingest,
     tables_of,
+    truncated_copy,
 )
 
 
@@ -238,8 +239,7 @@ def test_an_embedded_picture_is_stored_as_an_image(tmp_path: Path) -> None:
 
 
 def test_a_truncated_workbook_raises_corrupt_document_error(tmp_path: Path) -> None:
-    broken = tmp_path / "broken.xlsx"
-    broken.write_bytes((DOCS / "xlsx_01.xlsx").read_bytes()[:400])
+    broken = truncated_copy(DOCS / "xlsx_01.xlsx", tmp_path)
     with pytest.raises(CorruptDocumentError, match="xlsx") as info:
         _parse(broken, tmp_path)
     assert info.value.format == "xlsx"
@@ -376,7 +376,6 @@ def test_an_opendocument_row_merge_becomes_a_rowspan(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["xls", "ods"])
 def test_a_broken_workbook_raises_corrupt_document_error(kind: str, tmp_path: Path) -> None:
     path, parser, fmt = _other_workbook(kind, tmp_path)
-    broken = tmp_path / f"broken.{kind}"
-    broken.write_bytes(path.read_bytes()[:120])
+    broken = truncated_copy(path, tmp_path, keep=120)
     with pytest.raises(CorruptDocumentError, match=kind):
         run_parser(parser, broken, tmp_path / "work", fmt)

@@ -170,9 +170,9 @@ class _Sheet:
             if (row, c) in self.texts and (row, c) not in self.covered
         ]
 
-    def grid(self, bands: list[Region], caption: str | None) -> TableGrid:
+    def grid(self, bands: list[Region], caption: str | None, header: bool) -> TableGrid:
         """A table of the given row bands of one column range, stacked in order (a header band
-        then a block of data rows). Merged ranges are clipped to each band; a merged range that
+        then a block of data rows; `header`: its first row is a text header row). Merged ranges are clipped to each band; a merged range that
         starts in an earlier band continues with its text."""
         cells = []
         offset = 0
@@ -196,8 +196,6 @@ class _Sheet:
                         )
                     )
             offset += band.rows
-        first_row_text = [cell for cell in cells if cell.row == 0 and cell.text]
-        header = bool(first_row_text) and not any(_numeric(c.text) for c in first_row_text)
         return TableGrid(cells=cells, caption=caption, header_rows=1 if header else 0)
 
     def header_is_text(self, region: Region) -> bool:
@@ -302,7 +300,8 @@ def emit_sheet(ctx: ParseContext, title: str, number: int, sheet: _Sheet) -> Non
             caption, body = _caption(sheet, region)
             if caption is not None:
                 ctx.emit(RowType.CAPTION, caption, location, page_numbers=pages)
-            blocks = row_blocks(body, sheet.header_is_text(body), MAX_TABLE_ROWS)
+            header = sheet.header_is_text(body)
+            blocks = row_blocks(body, header, MAX_TABLE_ROWS)
             for bands in blocks:
                 rows = bands[-1]
                 label = caption
@@ -310,7 +309,7 @@ def emit_sheet(ctx: ParseContext, title: str, number: int, sheet: _Sheet) -> Non
                     span = f"rows {rows.top}–{rows.bottom} of {body.a1()}"
                     label = f"{caption} ({span})" if caption else f"{title} ({span})"
                 where = f"{title}!{rows.a1() if len(blocks) > 1 else body.a1()}"
-                ctx.emit_table(sheet.grid(bands, label), where, page_numbers=pages)
+                ctx.emit_table(sheet.grid(bands, label, header), where, page_numbers=pages)
             continue
         texts = [
             sheet.texts[(r, c)]
