@@ -74,6 +74,7 @@ class _Draft:
     hash_text: str
     path: list[str]
     pages: list[int]
+    section_id: str | None = None
     file_path: str | None = None
     connect_to: list[ConnectTo] = field(default_factory=list)
     caption: str | None = None
@@ -98,20 +99,21 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
     resources: list[tuple[ParsedRow, _Draft]] = []
     buffer: list[_Piece] = []
     path: list[str] = []
+    ids: list[str] = []
 
     def flush() -> None:
-        drafts.extend(_text_drafts(buffer, path, options))
+        drafts.extend(_text_drafts(buffer, path, ids[-1] if ids else None, options))
         buffer.clear()
 
     # The last words of body text before a resource in its section: the lead-in that says what
     # a table or image is about (layout often puts its real caption a paragraph or two away).
     context = ""
     for row in rows:
-        if row.row_type is RowType.HEADING or row.hierarchy_path != path:
-            new_path = list(row.hierarchy_path)
-            if not _carries_headings(buffer, path, new_path):
+        if row.row_type is RowType.HEADING or row.section_ids != ids:
+            new_ids = list(row.section_ids)
+            if not _carries_headings(buffer, ids, new_ids):
                 flush()
-            path = new_path
+            path, ids = list(row.hierarchy_path), new_ids
             context = ""
         if row.row_type is RowType.HEADING:
             if row.text.strip():
@@ -137,14 +139,14 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
     return ChunkingResult(chunks=chunks, resources=_resource_entries(resources))
 
 
-def _carries_headings(buffer: list[_Piece], path: list[str], new_path: list[str]) -> bool:
+def _carries_headings(buffer: list[_Piece], ids: list[str], new_ids: list[str]) -> bool:
     """A section holding nothing but its heading(s) opens into a subsection: its heading lines
     lead the subsection's first chunk instead of standing alone as a heading-only chunk."""
     return (
         bool(buffer)
         and all(isinstance(p, _TextPiece) and p.heading for p in buffer)
-        and len(new_path) > len(path)
-        and new_path[: len(path)] == path
+        and len(new_ids) > len(ids)
+        and new_ids[: len(ids)] == ids
     )
 
 
@@ -183,7 +185,7 @@ def _attach_captions(rows: list[ParsedRow]) -> tuple[dict[int, str], set[int]]:
                 if (
                     cand.row_type is RowType.CAPTION
                     and cand.order not in used
-                    and cand.hierarchy_path == row.hierarchy_path
+                    and cand.section_ids == row.section_ids
                     and cand.text.strip()
                 ):
                     out[row.order] = " ".join(cand.text.split())
@@ -206,16 +208,19 @@ def _resource_draft(row: ParsedRow, caption: str | None, context: str = "") -> _
         hash_text=text,
         path=list(row.hierarchy_path),
         pages=list(row.page_numbers),
+        section_id=row.section_ids[-1] if row.section_ids else None,
         file_path=row.resource_path,
         caption=caption,
         context=context,
     )
 
 
-def _text_drafts(pieces: list[_Piece], path: list[str], options: ChunkingOptions) -> list[_Draft]:
+def _text_drafts(
+    pieces: list[_Piece], path: list[str], section_id: str | None, options: ChunkingOptions
+) -> list[_Draft]:
     drafts: list[_Draft] = []
     for group in _pack(_split_long(pieces, options), options.max_tokens):
-        draft = _assemble(group, path)
+        draft = _assemble(group, path, section_id)
         if draft is not None:
             drafts.append(draft)
     return drafts
@@ -316,7 +321,7 @@ def _pack(pieces: list[_Piece], max_tokens: int) -> list[list[_Piece]]:
     return groups
 
 
-def _assemble(group: list[_Piece], path: list[str]) -> _Draft | None:
+def _assemble(group: list[_Piece], path: list[str], section_id: str | None) -> _Draft | None:
     """Join text pieces; plan one insertion per embed, then apply them in reverse order."""
     texts: list[str] = []
     links: list[tuple[int, LinkSpan]] = []
@@ -374,6 +379,7 @@ def _assemble(group: list[_Piece], path: list[str]) -> _Draft | None:
         hash_text=base,
         path=path,
         pages=sorted(pages),
+        section_id=section_id,
         connect_to=connect,
     )
 
@@ -383,7 +389,12 @@ def _dedupe(drafts: list[_Draft], options: ChunkingOptions) -> list[Chunk]:
     by_id: dict[str, tuple[_Draft, list[Occurrence], int]] = {}
     for order, draft in enumerate(drafts):
         cid = chunk_id_for(draft.hash_text)
-        occurrence = Occurrence(hierarchy_path=draft.path, order=order, page_nums=draft.pages)
+        occurrence = Occurrence(
+            hierarchy_path=draft.path,
+            section_id=draft.section_id,
+            order=order,
+            page_nums=draft.pages,
+        )
         if cid in by_id:
             by_id[cid][1].append(occurrence)
         else:
@@ -412,6 +423,7 @@ def _dedupe(drafts: list[_Draft], options: ChunkingOptions) -> list[Chunk]:
                 chunk_type=draft.chunk_type,
                 content=draft.content,
                 hierarchy_path=draft.path,
+                section_id=draft.section_id,
                 metadata=metadata,
                 occurrences=occurrences,
             )
@@ -436,6 +448,7 @@ def _resource_entries(resources: list[tuple[ParsedRow, _Draft]]) -> list[Resourc
                 chunk_id=chunk_id_for(draft.hash_text),
                 caption=draft.caption,
                 section_path=list(row.hierarchy_path),
+                section_id=draft.section_id,
                 page_nums=list(row.page_numbers),
             )
         )

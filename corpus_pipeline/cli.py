@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.tree import Tree
@@ -97,6 +98,7 @@ def ingest_command(
                         "status": r.status,
                         "chunks": r.counts,
                         "error": r.error,
+                        "skipped": r.skipped,
                         "seconds": round(r.seconds, 3),
                     }
                     for r in results
@@ -111,11 +113,13 @@ def ingest_command(
                     f"{k}={r.counts.get(k, 0)}" for k in ("text", "table", "image", "sections")
                 )
                 console.print(
-                    f"[green]ok[/]     {r.document_id}  {r.source_file_name}  {counts}  ({r.seconds:.1f}s)"
+                    f"[green]ok[/]     {r.document_id}  {escape(r.source_file_name)}  {counts}  "
+                    f"({r.seconds:.1f}s{_skipped_note(r.skipped)})"
                 )
             else:
                 console.print(
-                    f"[red]failed[/] {r.document_id or '-'}  {r.source_file_name}  {r.error}"
+                    f"[red]failed[/] {r.document_id or '-'}  {escape(r.source_file_name)}  "
+                    f"{escape(r.error or '')}"
                 )
         ok = sum(r.status == "ok" for r in results)
         console.print(f"{ok}/{len(results)} documents in namespace '{ns}'")
@@ -130,6 +134,15 @@ def ingest_command(
         sys.exit(1)
     if any(r.status != "ok" for r in results):
         sys.exit(1)
+
+
+def _skipped_note(skipped: dict[str, int]) -> str:
+    """'; 3 parts skipped: image ×2, table ×1' for the ingest line ('' when nothing was lost)."""
+    if not skipped:
+        return ""
+    total = sum(skipped.values())
+    parts = ", ".join(f"{escape(kind)} ×{n}" for kind, n in skipped.items())
+    return f"; {total} part{'s' if total != 1 else ''} skipped: {parts}"
 
 
 def _section_tree(parent: Tree, sections: list[SectionNode]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class CorpusError(Exception):
     """Base of every error the pipeline reports to a user."""
@@ -56,3 +58,110 @@ class WrongPasswordError(CorpusError):
     def __init__(self, fmt: str = "pdf") -> None:
         self.format = fmt
         super().__init__(f"encrypted {fmt} document: the password is wrong")
+
+
+class ParseLimitError(CorpusError):
+    """A document's parse ran past its wall-time or memory limit and was stopped; only this
+    document fails. The message names the limit, e.g. 'parse exceeded 300 s'."""
+
+    def __init__(self, limit: str) -> None:
+        self.limit = limit
+        super().__init__(f"parse exceeded {limit}")
+
+    @classmethod
+    def time(cls, seconds: float) -> ParseLimitError:
+        return cls(f"{seconds:g} s")
+
+    @classmethod
+    def memory(cls, megabytes: int) -> ParseLimitError:
+        return cls(format_mebibytes(megabytes))
+
+
+class StageFailedError(CorpusError):
+    """A stage failed for a reason that is not a known document problem (a bug, a crash).
+
+    The message says in words which stage failed and how; `details` (a traceback) is for the
+    log only, never for the message.
+    """
+
+    def __init__(self, stage: str, message: str, details: str | None = None) -> None:
+        self.stage = stage
+        self.details = details
+        super().__init__(message)
+
+
+class ParseFailedError(StageFailedError):
+    """The parse failed unexpectedly (an exception in a parser, or its worker died)."""
+
+    def __init__(self, message: str, details: str | None = None) -> None:
+        super().__init__("parse", message, details)
+
+
+def format_mebibytes(megabytes: float) -> str:
+    """'4 GiB' from 4096, '1.5 GiB' from 1536, '150 MiB' below one GiB."""
+    if megabytes >= 1024:
+        return f"{round(megabytes / 1024, 2):g} GiB"
+    return f"{round(megabytes, 1):g} MiB"
+
+
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
+_CREDENTIALS = re.compile(r"\b[\w.%+-]+:[^\s@/'\"]+@[\w.-]+(?::\d+)?")
+_HOST_PORT = re.compile(
+    r"\b(?:\d{1,3}(?:\.\d{1,3}){3}|localhost|(?:[a-z0-9-]+\.)+[a-z]{2,})(?::\d{2,5})\b", re.I
+)
+_IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
+_HOST_FIELD = re.compile(
+    r"\b(host|hostname|server|endpoint|endpoint_url)=(['\"]?)[^\s,'\")]+\2", re.I
+)
+_POSIX_PATH = re.compile(r"(?<![\w.:/~-])(?:~|\.{1,2})?/(?:[^\s'\",;:()<>\[\]{}]+)")
+_WINDOWS_PATH = re.compile(r"\b[a-zA-Z]:\\[^\s'\",;()<>]*")
+
+
+def sanitize(text: str, limit: int = 200) -> str:
+    """A library's error text made safe to show and store: URLs, credentials, hosts and
+    absolute paths are replaced by placeholders, and the text is cut to `limit` characters."""
+    text = _URL.sub("<url>", text)
+    text = _CREDENTIALS.sub("<credentials>", text)
+    text = _HOST_FIELD.sub(r"\1=<host>", text)
+    text = _HOST_PORT.sub("<host>", text)
+    text = _IPV4.sub("<host>", text)
+    text = _WINDOWS_PATH.sub("<path>", text)
+    text = _POSIX_PATH.sub("<path>", text)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _kind_of(cls_names: tuple[str, ...]) -> str:
+    """What kind of problem an exception class (or one of its bases) stands for, in words."""
+    kinds = {
+        "MemoryError": "ran out of memory",
+        "RecursionError": "the document is nested too deeply",
+        "TimeoutError": "an operation timed out",
+        "ConnectionError": "a network connection failed",
+        "UnicodeError": "text could not be decoded or encoded",
+        "PermissionError": "a file could not be accessed (permission denied)",
+        "FileNotFoundError": "a file it needs is missing",
+        "OSError": "a file or system operation failed",
+        "ValidationError": "produced data that does not match its contract",
+        "BadZipFile": "an archive inside the document could not be read",
+    }
+    for name in cls_names:
+        if name in kinds:
+            return kinds[name]
+    return "unexpected internal error"
+
+
+def unexpected_error_message(
+    stage: str, cls_name: str, detail: str, bases: tuple[str, ...] = ()
+) -> str:
+    """'parse failed: unexpected internal error (KeyError: 'x')': the stage, the kind of
+    problem in words and the exception class; the detail is sanitized."""
+    kind = _kind_of((cls_name, *bases))
+    detail = sanitize(detail)
+    return f"{stage} failed: {kind} ({cls_name}{': ' + detail if detail else ''})"
+
+
+def describe_unexpected(stage: str, exc: BaseException) -> str:
+    """`unexpected_error_message` for a live exception (its class hierarchy names the kind)."""
+    bases = tuple(c.__name__ for c in type(exc).__mro__[1:])
+    return unexpected_error_message(stage, type(exc).__name__, str(exc), bases)

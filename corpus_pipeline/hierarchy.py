@@ -6,6 +6,11 @@ Section numbers outrank levels: a numbered heading (`2.1.6 …`) also closes eve
 heading that is not a prefix of its number (`1.2 …`), so a sampled or partly detected document
 never files section 2.1.6 under section 1.2 just because their levels would allow it, and a
 heading whose number extends an open one (`1.1` under `1`) stays inside it whatever its level.
+
+A section is a node, not a title path: each heading opens a section whose id is its row order
+(`section_id_for`), so two sibling sections with the same title ("Revenue" in PART I and again
+in PART II, or the same table caption twice) stay distinct in the nav tree, the chunks and
+everything published from them; the title path is only for display.
 """
 
 from __future__ import annotations
@@ -24,11 +29,17 @@ def section_number(title: str) -> tuple[int, ...] | None:
     return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
 
+def section_id_for(order: int) -> str:
+    """A section's id: its heading's row order, stable for the same file and parser."""
+    return f"s{order}"
+
+
 @dataclass
 class _Open:
     level: int
     title: str
     number: tuple[int, ...] | None
+    section_id: str = ""
 
 
 @dataclass
@@ -37,7 +48,7 @@ class HeadingStack:
 
     entries: list[_Open] = field(default_factory=list)
 
-    def push(self, level: int, title: str) -> int:
+    def push(self, level: int, title: str, section_id: str = "") -> int:
         """Open a heading; returns its depth (0-based) in the stack."""
         number = section_number(title)
         if number is not None:
@@ -50,12 +61,16 @@ class HeadingStack:
             if number is not None and top is not None and top == number[: len(top)]:
                 break  # `1.1` stays inside `1` even when a big chapter digit got a deeper level
             self.entries.pop()
-        self.entries.append(_Open(level, title, number))
+        self.entries.append(_Open(level, title, number, section_id))
         return len(self.entries) - 1
 
     @property
     def path(self) -> list[str]:
         return [entry.title for entry in self.entries]
+
+    @property
+    def ids(self) -> list[str]:
+        return [entry.section_id for entry in self.entries]
 
 
 def _is_heading(row: ParsedRow) -> bool:
@@ -65,13 +80,14 @@ def _is_heading(row: ParsedRow) -> bool:
 
 
 def assign_hierarchy(rows: list[ParsedRow]) -> list[ParsedRow]:
-    """Return rows with `hierarchy_path` set (a heading's path includes its own title)."""
+    """Return rows with `hierarchy_path` and `section_ids` set (a heading's own section is the
+    last entry of both)."""
     stack = HeadingStack()
     out: list[ParsedRow] = []
     for row in rows:
         if _is_heading(row) and row.heading_level is not None:
-            stack.push(row.heading_level, _title(row.text))
-        out.append(row.model_copy(update={"hierarchy_path": stack.path}))
+            stack.push(row.heading_level, _title(row.text), section_id_for(row.order))
+        out.append(row.model_copy(update={"hierarchy_path": stack.path, "section_ids": stack.ids}))
     return out
 
 
@@ -88,6 +104,7 @@ def heading_tree(rows: list[ParsedRow]) -> list[HeadingNode]:
         if not _is_heading(row) or row.heading_level is None:
             continue
         node = HeadingNode(
+            section_id=section_id_for(row.order),
             title=_title(row.text),
             level=row.heading_level,
             order=row.order,
@@ -95,7 +112,7 @@ def heading_tree(rows: list[ParsedRow]) -> list[HeadingNode]:
             page=row.page_numbers[0] if row.page_numbers else None,
             source_location=row.source_location,
         )
-        depth = stack.push(row.heading_level, node.title)
+        depth = stack.push(row.heading_level, node.title, node.section_id)
         del nodes[depth:]
         (nodes[-1].children if nodes else roots).append(node)
         nodes.append(node)

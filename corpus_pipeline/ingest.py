@@ -1,22 +1,29 @@
 """`corpus ingest`: store each file durably, register its partition, materialise its assets.
 
 Runs the Dagster assets in-process against the instance under `<CORPUS_HOME>/dagster`
-(SQLite by default), so the UI of `make dev` shows the same runs and partitions.
+(SQLite by default), so the UI of `make dev` shows the same runs and partitions. Each file's
+outcome says in words what failed; tracebacks stay in the Dagster run and the log.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
+from dagster_shared.error import SerializableErrorInfo
 
 from corpus_pipeline.contracts import Manifest, SourceKind
 from corpus_pipeline.defs.checks import (
+    CHECK_LABELS,
     chunks_honour_contract,
+    describe_problems,
     document_directory_honours_contract,
     nav_honours_contract,
 )
@@ -28,7 +35,7 @@ from corpus_pipeline.defs.resources import (
     ModelSettingsResource,
     ObjectStoreResource,
 )
-from corpus_pipeline.errors import CorpusError, InvalidInputError
+from corpus_pipeline.errors import CorpusError, InvalidInputError, unexpected_error_message
 from corpus_pipeline.pipeline import document_dir
 from corpus_pipeline.secrets import document_password
 from corpus_pipeline.settings import CorpusSettings
@@ -36,7 +43,21 @@ from corpus_pipeline.storage import ObjectStore, SourceRegistry
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _DEFAULT_DAGSTER_YAML = "telemetry:\n  enabled: false\n"
-_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# The per-file line says what failed; Dagster's step failures (with tracebacks) stay in the
+# run's event log instead of flooding the terminal.
+_QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+logger = logging.getLogger(__name__)
+
+# Asset (and so step-key prefix) → the stage named in messages.
+_STAGES = {
+    "source_document": "source",
+    "document_profile": "profile",
+    "parsed_document": "parse",
+    "document_chunks": "chunks",
+    "document_nav": "nav",
+    "document_manifest": "manifest",
+    "corpus_revision": "publish",
+}
 
 
 @dataclass
@@ -57,6 +78,8 @@ class IngestResult:
     counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
+    # Parts the document lost (diagnostics with `lost`), e.g. {"image": 2}.
+    skipped: dict[str, int] = field(default_factory=dict)
 
 
 def collect_files(paths: Iterable[Path]) -> list[tuple[Path, str]]:
@@ -99,18 +122,87 @@ def resources_for(settings: CorpusSettings) -> dict[str, object]:
     }
 
 
+def _stage_of(step_key: str) -> str:
+    """The stage of a step: an asset's step key is its name, a check's starts with it."""
+    for asset, stage in _STAGES.items():
+        if step_key == asset or step_key.startswith(f"{asset}_"):
+            return stage
+    return "pipeline"
+
+
+def _failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
+    """Failed asset checks in words, e.g. 'section tree invalid: …' (the check's description,
+    else its label and the first problems of its metadata)."""
+    messages: list[str] = []
+    for evaluation in result.get_asset_check_evaluations():
+        if evaluation.passed:
+            continue
+        if evaluation.description:
+            messages.append(evaluation.description)
+            continue
+        label = CHECK_LABELS.get(evaluation.check_name, evaluation.check_name.replace("_", " "))
+        first = evaluation.metadata.get("first_problems")
+        text = str(getattr(first, "value", first or "")).strip()
+        messages.append(describe_problems(label, text.splitlines() or ["no details"]))
+    return messages
+
+
+def _root_cause(error: SerializableErrorInfo) -> SerializableErrorInfo:
+    """The user code's exception under Dagster's wrappers (the end of the `cause` chain)."""
+    while error.cause is not None:
+        error = error.cause
+    return error
+
+
+def _unexpected_step_error(step_key: str, error: SerializableErrorInfo | None, run_id: str) -> str:
+    """A step failure that was not turned into a message: the stage, the kind of problem and
+    the exception class in words; the traceback goes to the log."""
+    stage = _stage_of(step_key)
+    if error is None:
+        return f"{stage} failed (details in Dagster run {run_id})"
+    logger.error("step %s of run %s failed:\n%s", step_key, run_id, error.to_string())
+    cause = _root_cause(error)
+    cls_name = cause.cls_name or "error"
+    # The message is `traceback.format_exception_only`: "[module.]Class: detail".
+    first_line = next(iter(cause.message.strip().splitlines()), "")
+    head, _, detail = first_line.partition(": ")
+    if not head.endswith(cls_name):
+        detail = first_line
+    message = unexpected_error_message(stage, cls_name, detail)
+    return f"{message}; details in Dagster run {run_id}"
+
+
 def _failure_message(result: dg.ExecuteInProcessResult) -> str:
+    """What failed in a run, in words: a step's own message, a failed check's problems, or
+    the stage and kind of an unexpected error."""
+    checks = _failed_checks(result)
     for event in result.all_events:
         if not event.is_step_failure:
             continue
         data = event.step_failure_data
         if data.user_failure_data is not None and data.user_failure_data.description:
             return data.user_failure_data.description
-        error_type = data.error.cls_name if data.error else "error"
-        return (
-            f"internal {error_type} in step {event.step_key} (see the Dagster run {result.run_id})"
-        )
+        blocked = data.error is not None and data.error.cls_name == "DagsterAssetCheckFailedError"
+        if blocked and checks:
+            return checks[0]
+        return _unexpected_step_error(event.step_key or "", data.error, result.run_id)
+    if checks:
+        return checks[0]
     return f"run {result.run_id} did not succeed"
+
+
+def _skipped_parts(directory: Path) -> dict[str, int]:
+    """What the committed document lost, from its diagnostics.json: {"image": 2, ...}."""
+    try:
+        data = json.loads((directory / "diagnostics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    lost = Counter(
+        str(d["lost"])
+        for d in data.get("diagnostics", [])
+        if d.get("lost") and d.get("level") in ("warning", "error")
+    )
+    return dict(sorted(lost.items()))
 
 
 def ingest(
@@ -157,11 +249,11 @@ def ingest(
                     tags={"corpus/namespace": ns, "corpus/trigger": "cli"},
                     run_config=_QUIET,
                 )
-            if run.success:
+            checks = _failed_checks(run) if run.success else []
+            if run.success and not checks:
+                directory = document_dir(settings, record.document_id)
                 manifest = Manifest.model_validate_json(
-                    (document_dir(settings, record.document_id) / "manifest.json").read_text(
-                        encoding="utf-8"
-                    )
+                    (directory / "manifest.json").read_text(encoding="utf-8")
                 )
                 stats = manifest.statistics
                 outcome.status = "ok"
@@ -171,6 +263,10 @@ def ingest(
                     "image": stats.image_chunks,
                     "sections": stats.sections,
                 }
+                outcome.skipped = _skipped_parts(directory)
+            elif checks:
+                # A non-blocking check (the committed directory) failed after the commit.
+                outcome.error = checks[0]
             else:
                 outcome.error = _failure_message(run)
                 shutil.rmtree(settings.work_dir / record.document_id, ignore_errors=True)

@@ -1,4 +1,7 @@
-"""doc_nav.json: the section tree with summaries and direct chunk counts, plus resources."""
+"""doc_nav.json: the section tree with summaries and direct chunk counts, plus resources.
+
+Chunks are counted by the id of the section they sit in, never by its title path: sibling
+sections with the same title ("Revenue" under PART I and PART II) keep their own counts."""
 
 from __future__ import annotations
 
@@ -23,19 +26,17 @@ def build_nav(
     resources: list[ResourceEntry],
     summarize: Callable[[str], str],
 ) -> DocNav:
-    counts: Counter[tuple[str, ...]] = Counter()
-    text_by_path: dict[tuple[str, ...], list[str]] = {}
+    counts: Counter[str | None] = Counter()
+    text_by_section: dict[str | None, list[str]] = {}
     for chunk in chunks:
         for occ in chunk.occurrences:
-            key = tuple(occ.hierarchy_path)
-            counts[key] += 1
+            counts[occ.section_id] += 1
             if chunk.chunk_type is ChunkType.TEXT:
-                text_by_path.setdefault(key, []).append(chunk.content)
+                text_by_section.setdefault(occ.section_id, []).append(chunk.content)
 
     def section(node: HeadingNode) -> SectionNode:
-        key = tuple(node.path)
         children = [section(child) for child in node.children]
-        body = " ".join(text_by_path.get(key, []))[:4000]
+        body = " ".join(text_by_section.get(node.section_id, []))[:4000]
         if body:
             summary = summarize(body)
         elif children:
@@ -43,18 +44,19 @@ def build_nav(
         else:
             summary = ""
         return SectionNode(
+            section_id=node.section_id,
             title=node.title,
             path=list(node.path),
             level=node.level,
             summary=summary,
-            chunk_count=counts.get(key, 0),
+            chunk_count=counts.get(node.section_id, 0),
             children=children,
         )
 
     return DocNav(
         document_id=document_id,
         title=title,
-        root_chunk_count=counts.get((), 0),
+        root_chunk_count=counts.get(None, 0),
         sections=[section(h) for h in headings],
         resources=resources,
     )

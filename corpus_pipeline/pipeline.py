@@ -434,7 +434,10 @@ def staging_dir(settings: CorpusSettings, document_id: str) -> Path:
 
 
 def process_document(record: SourceRecord, source_path: Path, settings: CorpusSettings) -> Manifest:
-    """All stages in-process, without Dagster (used by tests and as the reference path)."""
+    """All stages without Dagster (used by tests and as the reference path); the parse runs
+    in a worker process under the settings' limits, like the `parsed_document` asset."""
+    from corpus_pipeline.worker import run_parse_isolated  # the worker imports this module
+
     timings: dict[str, float] = {}
     started = time.perf_counter()
     profile = run_profile(source_path, record.source_file_name, record.document_id, settings)
@@ -442,7 +445,7 @@ def process_document(record: SourceRecord, source_path: Path, settings: CorpusSe
     doc = record.document_id
     staging = staging_dir(settings, doc)
     try:
-        parsed = run_parse(
+        parsed = run_parse_isolated(
             doc,
             source_path,
             record.source_file_name,

@@ -50,6 +50,12 @@ class CorpusSettings(BaseSettings):
     parse_max_chars: int = Field(default=20_000_000, ge=1)
     # PDFs longer than this are parsed range by range (cut at top-level TOC entries if any).
     pdf_split_pages: int = Field(default=200, ge=1)
+    # Each document's parse runs in a worker process that is killed past these limits, so a
+    # pathological file fails only itself (0 = no limit). Sized for 2 cores / 24 GB, one
+    # document at a time; `parse_in_process` skips the worker (debugging only: no limits).
+    parse_timeout_seconds: float = Field(default=300.0, ge=0)
+    parse_max_memory_mb: int = Field(default=4096, ge=0)
+    parse_in_process: bool = False
 
     # LLM roles (any OpenAI-compatible endpoint). Empty model = off; offline defaults are used.
     llm_base_url: str = ""

@@ -80,17 +80,37 @@ def check_nav(nav_path: Path, chunks_path: Path) -> list[str]:
         for r in nav.resources
         if r.chunk_id not in ids
     ]
-    counted = nav.root_chunk_count
+    # Sections are nodes: every id once, every placement counted in exactly its own section.
+    counts: dict[str | None, int] = {None: nav.root_chunk_count}
+    titles: dict[str, str] = {}
     stack = list(nav.sections)
     while stack:
         node = stack.pop()
-        counted += node.chunk_count
+        if node.section_id in counts:
+            problems.append(f"section id {node.section_id} appears twice")
+        counts[node.section_id] = node.chunk_count
+        titles[node.section_id] = node.title
         stack.extend(node.children)
-    occurrences = sum(len(c.occurrences) for c in chunks.chunks)
-    if counted > occurrences:
-        problems.append(
-            f"sections count {counted} chunk placements but chunks.json has {occurrences}"
-        )
+    placed: dict[str | None, int] = dict.fromkeys(counts, 0)
+    for chunk in chunks.chunks:
+        for occ in chunk.occurrences:
+            if occ.section_id not in counts:
+                problems.append(f"chunk {chunk.chunk_id} sits in unknown section {occ.section_id}")
+                continue
+            placed[occ.section_id] += 1
+    for section_id, expected in counts.items():
+        if placed[section_id] != expected:
+            where = f"section {section_id} ({titles[section_id]!r})" if section_id else "root"
+            problems.append(
+                f"{where} counts {expected} chunk placements but chunks.json has "
+                f"{placed[section_id]} there"
+            )
+    section_ids = set(counts) - {None}
+    problems += [
+        f"resource {r.resource_id} sits in unknown section {r.section_id}"
+        for r in nav.resources
+        if r.section_id is not None and r.section_id not in section_ids
+    ]
     return problems
 
 

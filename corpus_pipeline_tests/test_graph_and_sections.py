@@ -6,14 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corpus_pipeline.contracts import SectionNode
 from corpus_pipeline.publish.graph import (
     document_keywords,
     overlap_score,
     related_edge,
     related_edges,
 )
-from corpus_pipeline.publish.sections import build_sections, section_id_for
 
 
 def test_overlap_score_is_symmetric():
@@ -47,19 +45,6 @@ def test_no_self_edges():
 def test_document_keywords_weigh_occurrences_and_break_ties_alphabetically():
     kws = document_keywords([(["duck", "lake"], 1), (["duck", "reed"], 2), (["bird"], 1)], limit=3)
     assert kws == ["duck", "reed", "bird"]
-
-
-def test_sections_create_missing_ancestors_parents_first():
-    nav = [
-        SectionNode(title="A", path=["A"], level=1, summary="about A", chunk_count=1, children=[])
-    ]
-    rows = build_sections("doc1", nav, [("A",), ("B", "B.1", "B.1.a")])
-    assert [r.path for r in rows] == [("A",), ("B",), ("B", "B.1"), ("B", "B.1", "B.1.a")]
-    by_path = {r.path: r for r in rows}
-    assert by_path[("B", "B.1")].parent_id == section_id_for("doc1", ("B",))
-    assert by_path[("B",)].parent_id is None
-    assert by_path[("A",)].summary == "about A"
-    assert by_path[("B", "B.1", "B.1.a")].level == 3
 
 
 @given(

@@ -46,6 +46,7 @@ PLANNER_RESERVE = 2048
 _STOP_STEMS = frozenset(t for w in STOP_WORDS for t in ch.analyze("content", w))
 
 Path_ = tuple[str, ...]
+Sid = str  # a section's id in its document; "" = before the first heading
 
 
 class BudgetTooSmall(ValueError):
@@ -63,6 +64,7 @@ class Evidence:
     step_id: str
     document_id: str
     source_file_name: str
+    section_id: Sid
     section_path: Path_
     section_order: int
     chunk_order: int
@@ -74,6 +76,7 @@ class Evidence:
 class Outline:
     document_id: str
     source_file_name: str
+    section_id: Sid
     section_path: Path_
     section_order: int
     line: str
@@ -92,25 +95,50 @@ class StepOutcome:
 
 
 class _DocCache:
-    """Sections and chunk rows of the documents a run touches (read once per run)."""
+    """Sections and chunk rows of the documents a run touches (read once per run). Sections
+    are keyed by id: two sections with the same title path are two nodes of the tree."""
 
     def __init__(self, revision: Revision) -> None:
         self.revision = revision
-        self._sections: dict[str, dict[Path_, dict[str, Any]]] = {}
+        self._sections: dict[str, dict[Sid, dict[str, Any]]] = {}
+        self._children: dict[str, dict[Sid, list[Sid]]] = {}
         self._chunks: dict[str, list[dict[str, Any]]] = {}
 
-    def sections(self, document_id: str) -> dict[Path_, dict[str, Any]]:
+    def sections(self, document_id: str) -> dict[Sid, dict[str, Any]]:
         if document_id not in self._sections:
             rows = (
                 self.revision.table(t.SECTIONS)
                 .search()
                 .where(f"document_id = {t.quote(document_id)}")
-                .select(["path", "title", "summary", "sort_order", "level"])
+                .select(["section_id", "parent_id", "path", "title", "summary", "sort_order"])
                 .limit(None)
                 .to_list()
             )
-            self._sections[document_id] = {tuple(r["path"]): r for r in rows}
+            rows.sort(key=lambda r: r["sort_order"])
+            self._sections[document_id] = {r["section_id"]: r for r in rows}
+            children: dict[Sid, list[Sid]] = {}
+            for r in rows:
+                children.setdefault(r["parent_id"] or "", []).append(r["section_id"])
+            self._children[document_id] = children
         return self._sections[document_id]
+
+    def neighbours(self, document_id: str, sid: Sid) -> list[Sid]:
+        """The parent (the document start for a top-level section) and the children."""
+        sections = self.sections(document_id)
+        parent = [sections[sid]["parent_id"] or ""] if sid in sections else []
+        return parent + self._children[document_id].get(sid, [])
+
+    def path(self, document_id: str, sid: Sid) -> Path_:
+        section = self.sections(document_id).get(sid)
+        return tuple(section["path"]) if section else ()
+
+    def rows_in(self, document_id: str, sid: Sid) -> list[dict[str, Any]]:
+        """Chunk rows placed directly in a section (any of their occurrences)."""
+        return [
+            r
+            for r in self.chunks(document_id)
+            if (sid in (r.get("section_ids") or [])) or (not sid and not r.get("section_ids"))
+        ]
 
     def chunks(self, document_id: str) -> list[dict[str, Any]]:
         if document_id not in self._chunks:
@@ -192,13 +220,13 @@ def _run_step(
     # Navigation: BFS over the section tree from every discovered place (bounded).
     # `proximity`: the best discovery score (relative to the step's best) of the hits a section
     # holds, halved per hop of the tree away from them.
-    distance: dict[tuple[str, Path_], int] = {}
-    proximity: dict[tuple[str, Path_], float] = {}
-    frontier: list[tuple[str, Path_]] = []
+    distance: dict[tuple[str, Sid], int] = {}
+    proximity: dict[tuple[str, Sid], float] = {}
+    frontier: list[tuple[str, Sid]] = []
     best_score = max((r.score for r in discovery.results), default=0.0) or 1.0
     for result in discovery.results:
         for loc in result.occurrences:
-            key = (loc.document_id, tuple(loc.section_path))
+            key = (loc.document_id, loc.section_id or "")
             proximity[key] = max(proximity.get(key, 0.0), result.score / best_score)
             if key not in distance:
                 distance[key] = 0
@@ -206,41 +234,35 @@ def _run_step(
     depth = 0
     while frontier and depth < request.max_depth and len(distance) < MAX_VISITED_SECTIONS:
         depth += 1
-        nxt: list[tuple[str, Path_]] = []
-        for document_id, path in frontier:
-            sections = docs.sections(document_id)
-            neighbours = [path[:-1]] if path else []
-            neighbours += [
-                p for p in sections if len(p) == len(path) + 1 and p[: len(path)] == path
-            ]
-            for near in neighbours:
+        nxt: list[tuple[str, Sid]] = []
+        for document_id, sid in frontier:
+            for near in docs.neighbours(document_id, sid):
                 key = (document_id, near)
-                proximity[key] = max(proximity.get(key, 0.0), proximity[(document_id, path)] / 2)
+                proximity[key] = max(proximity.get(key, 0.0), proximity[(document_id, sid)] / 2)
                 if key not in distance and len(distance) < MAX_VISITED_SECTIONS:
                     distance[key] = depth
                     nxt.append(key)
         frontier = nxt
-    scored: list[tuple[float, str, Path_]] = []
-    for document_id, path in distance:
-        if _excluded_path(path, request):
+    scored: list[tuple[float, str, Sid]] = []
+    for document_id, sid in distance:
+        if _excluded_path(docs.path(document_id, sid), request):
             continue
-        section = docs.sections(document_id).get(path)
+        section = docs.sections(document_id).get(sid)
         heading = f"{section['title']} {section['summary']}" if section else ""
-        body = " ".join(
-            r["content"] for r in docs.chunks(document_id) if tuple(r["section_path"]) == path
-        )
+        body = " ".join(r["content"] for r in docs.rows_in(document_id, sid))
         score = 0.35 * _coverage(terms, heading) + 0.35 * _coverage(terms, body)
         if score > 0:  # proximity only ranks sections that match the step's terms at all
-            score += 0.3 * proximity.get((document_id, path), 0.0)
-        scored.append((round(score, 4), document_id, path))
-    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+            score += 0.3 * proximity.get((document_id, sid), 0.0)
+        scored.append((round(score, 4), document_id, sid))
+    scored.sort(key=lambda s: (-s[0], s[1], _section_order(docs, s[1], s[2])))
     opened = [s for s in scored if s[0] > 0][: request.max_breadth]
     if navigator is not None and budget is not None and len([s for s in scored if s[0] > 0]) > 1:
         opened = _model_choice(navigator, budget, docs, step, scored, request.max_breadth) or opened
     opened_keys = {(d, p) for _, d, p in opened}
-    for score, document_id, path in opened:
-        section = docs.sections(document_id).get(path)
-        rows = [r for r in docs.chunks(document_id) if tuple(r["section_path"]) == path]
+    for score, document_id, sid in opened:
+        section = docs.sections(document_id).get(sid)
+        path = docs.path(document_id, sid)
+        rows = docs.rows_in(document_id, sid)
         by_id = {r["chunk_id"]: r for r in docs.chunks(document_id)}
         embedded = {
             c["target"]
@@ -263,6 +285,7 @@ def _run_step(
                 chunk_id=row["chunk_id"],
                 source_file_name=row["source_path"],
                 section_path=list(path),
+                section_id=sid or None,
                 pages=list(row["pages"] or []),
                 agent_score=agent_score,
                 discovery_score=hit.score if hit else 0.0,
@@ -274,6 +297,7 @@ def _run_step(
                         document_id=document_id,
                         source_file_name=row["source_path"],
                         section_path=list(path),
+                        section_id=sid or None,
                         pages=list(row["pages"] or []),
                     )
                 ],
@@ -286,6 +310,7 @@ def _run_step(
                     step.id,
                     document_id,
                     row["source_path"],
+                    sid,
                     path,
                     section["sort_order"] if section else -1,
                     row["sort_order"],
@@ -293,14 +318,17 @@ def _run_step(
                     found,
                 )
             )
-    for score, document_id, path in scored:
-        if (document_id, path) in opened_keys or score <= 0:
+    for score, document_id, sid in scored:
+        if (document_id, sid) in opened_keys or score <= 0:
             continue
-        section = docs.sections(document_id).get(path)
+        section = docs.sections(document_id).get(sid)
         if section is None:
             continue
+        path = tuple(section["path"])
         line = f"- {' > '.join(path)}: {section['summary']}".rstrip(": ")
-        outcome.outlines.append(Outline(document_id, "", path, section["sort_order"], line, score))
+        outcome.outlines.append(
+            Outline(document_id, "", sid, path, section["sort_order"], line, score)
+        )
     opened_chunks = {e.result.chunk_id for e in outcome.evidence}
     for hit in discovery.results:
         if hit.chunk_id not in opened_chunks:
@@ -312,6 +340,7 @@ def _run_step(
                     chunk_id=hit.chunk_id,
                     source_file_name=hit.source_file_name,
                     section_path=hit.section_path,
+                    section_id=hit.section_id,
                     pages=hit.pages,
                     agent_score=0.0,
                     discovery_score=hit.score,
@@ -332,16 +361,17 @@ def _model_choice(
     budget: TokenBudget,
     docs: _DocCache,
     step: PlanStep,
-    scored: list[tuple[float, str, Path_]],
+    scored: list[tuple[float, str, Sid]],
     k: int,
-) -> list[tuple[float, str, Path_]] | None:
+) -> list[tuple[float, str, Sid]] | None:
     """With a model: it picks among the outlines of the best candidates, within the budget
     (reserve before the call, commit what it used); any failure keeps the deterministic choice."""
     candidates = [s for s in scored if s[0] > 0][: 3 * k]
     outlines = []
-    for _, document_id, path in candidates:
-        section = docs.sections(document_id).get(path)
+    for _, document_id, sid in candidates:
+        section = docs.sections(document_id).get(sid)
         summary = section["summary"] if section else ""
+        path = docs.path(document_id, sid)
         outlines.append(f"{' > '.join(path) or '(document start)'}: {summary}"[:300])
     try:
         held = budget.reserve(NAVIGATOR_RESERVE)
@@ -356,6 +386,11 @@ def _model_choice(
         return None
     picked = [candidates[i] for i in dict.fromkeys(chosen) if 0 <= i < len(candidates)][:k]
     return picked or None
+
+
+def _section_order(docs: _DocCache, document_id: str, sid: Sid) -> int:
+    section = docs.sections(document_id).get(sid)
+    return int(section["sort_order"]) if section else -1
 
 
 def without_heading_lines(text: str, path: Sequence[str]) -> str:
@@ -385,11 +420,11 @@ def render_evidence(evidence: list[Evidence], outlines: list[Outline]) -> str:
     parts: list[str] = []
     for document_id, items in by_doc.items():
         parts.append(f"# {items[0].source_file_name} (document {document_id})")
-        current: Path_ | None = None
+        current: Sid | None = None
         for item in items:
-            if item.section_path != current:
-                current = item.section_path
-                parts.append(f"## {' > '.join(current) or '(document start)'}")
+            if item.section_id != current:
+                current = item.section_id
+                parts.append(f"## {' > '.join(item.section_path) or '(document start)'}")
             pages = f", pages {','.join(map(str, item.result.pages))}" if item.result.pages else ""
             parts.append(f"{item.text}\n[chunk {item.result.chunk_id}{pages}]")
         lines = [o.line for o in outlines if o.document_id == document_id]
@@ -604,7 +639,9 @@ def _response(
                 status=statuses.get(s.id, "skipped"),  # type: ignore[arg-type]
                 tokens=per_step.get(s.id, 0),
                 discovered=outcomes[s.id].discovered if s.id in outcomes else 0,
-                sections_opened=len({e.section_path for e in outcomes[s.id].evidence})
+                sections_opened=len(
+                    {(e.document_id, e.section_id) for e in outcomes[s.id].evidence}
+                )
                 if s.id in outcomes
                 else 0,
                 error=outcomes[s.id].error if s.id in outcomes else None,

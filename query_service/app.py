@@ -41,7 +41,7 @@ from query_service.auth import Principal
 from query_service.config import ServiceSettings
 from query_service.revision import NamespaceNotFound
 from query_service.service import QueryService
-from query_service.store import DocumentNotFound
+from query_service.store import DocumentNotFound, ResourceNotFound
 
 log = logging.getLogger("corpus.query_service")
 T = TypeVar("T")
@@ -192,6 +192,10 @@ def create_app(
     async def _no_document(_: Request, exc: DocumentNotFound) -> JSONResponse:
         return JSONResponse(status_code=404, content={"detail": str(exc), "field": "document_id"})
 
+    @app.exception_handler(ResourceNotFound)
+    async def _no_resource(_: Request, exc: ResourceNotFound) -> JSONResponse:
+        return JSONResponse(status_code=404, content={"detail": str(exc), "field": "ref"})
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
@@ -302,6 +306,39 @@ def create_app(
     ) -> Response:
         response = await run_blocking(svc, svc.neighbors, principal, namespace, document_id)
         return _json(response, response.revision)
+
+    @app.get(
+        "/v1/documents/{document_id}/resources/{ref:path}",
+        response_class=Response,
+        responses={
+            200: {
+                "description": "The stored file: image/png, image/jpeg, … or table HTML.",
+                "content": {"image/png": {}, "image/jpeg": {}, "text/html": {}},
+            },
+            **_ERRORS,
+        },
+        tags=["documents"],
+    )
+    async def resource(
+        document_id: DocumentIdParam,
+        ref: Annotated[str, Path(description="Relative ref, e.g. images/<phash>.png.")],
+        svc: ServiceDep,
+        principal: PrincipalDep,
+        namespace: NamespaceParam = "default",
+    ) -> Response:
+        """A table or image of a document, by the relative ref its results name (`url`)."""
+        found = await run_blocking(svc, svc.resource, principal, namespace, document_id, ref)
+        return Response(
+            content=found.data,
+            media_type=found.media_type,
+            headers={
+                "X-Corpus-Revision": str(found.revision),
+                "ETag": f'"{found.sha256}"',
+                # Document content: never sniffed or run as active content of this origin.
+                "X-Content-Type-Options": "nosniff",
+                "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+            },
+        )
 
     @app.get("/v1/namespaces", response_model=Namespaces, responses=_ERRORS, tags=["namespaces"])
     async def namespaces(svc: ServiceDep, principal: PrincipalDep) -> Namespaces:

@@ -21,6 +21,7 @@ from corpus_pipeline.contracts.search import (
     SearchRequest,
     SearchResponse,
     SearchResult,
+    resource_url,
 )
 from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.index import channels as ch
@@ -209,7 +210,6 @@ def _result(
     if not locations:
         return None
     first = locations[0]
-    resource = payload.get("resource")
     return SearchResult(
         content=payload["content"],
         chunk_type=ChunkType(payload["chunk_type"]),
@@ -217,6 +217,7 @@ def _result(
         chunk_id=payload["chunk_id"],
         source_file_name=first["source_file_name"],
         section_path=first["section_path"],
+        section_id=first.get("section_id"),
         pages=first["pages"],
         score=round(score, 8),
         channels=ranks,
@@ -225,11 +226,31 @@ def _result(
                 document_id=loc["document_id"],
                 source_file_name=loc["source_file_name"],
                 section_path=loc["section_path"],
+                section_id=loc.get("section_id"),
                 pages=loc["pages"],
             )
             for loc in locations
         ],
-        resource=Resource.model_validate(resource) if resource else None,
+        resource=resource_from_payload(request.namespace, payload),
+    )
+
+
+def resource_from_payload(namespace: str, payload: dict[str, Any]) -> Resource | None:
+    """A chunk's resource, addressed by document and relative ref with its service URL: only
+    the contract's fields leave the service (a revision published before refs existed named the
+    file by `file_path`, next to an absolute path that must never be answered)."""
+    raw = payload.get("resource")
+    if not raw:
+        return None
+    ref = raw.get("ref") or raw["file_path"]
+    document_id = raw.get("document_id") or payload["occurrences"][0]["document_id"]
+    return Resource(
+        kind=raw["kind"],
+        document_id=document_id,
+        ref=ref,
+        url=resource_url(namespace, document_id, ref),
+        html=raw.get("html"),
+        description=raw.get("description"),
     )
 
 

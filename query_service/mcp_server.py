@@ -22,10 +22,11 @@ from query_service.service import QueryService
 INSTRUCTIONS = """\
 This server retrieves cited evidence from a document corpus; it never writes answers.
 Typical flow: `search` for passages (each result has document_id, chunk_id, source_file_name and
-section_path to cite); `outline` a promising document to see its sections with summaries;
+section_path/section_id to cite); `outline` a promising document to see its sections with summaries;
 `read` several refs at once (chunk ids, or a document_id with a section_path) to get full text
-with tables as HTML; `list_documents` to see what a namespace holds. Cite document_id,
-chunk_id, source_file_name and section_path of what you use."""
+with tables as HTML; `list_documents` to see what a namespace holds. A table or image names its
+`resource` by document_id and relative ref; its `url` downloads the file over HTTP with the same
+API key. Cite document_id, chunk_id, source_file_name and section_path of what you use."""
 
 
 def build_mcp(service: QueryService, fixed_principal: Principal | None = None) -> MCPServer:
@@ -102,8 +103,10 @@ def build_mcp(service: QueryService, fixed_principal: Principal | None = None) -
     @mcp.tool(
         description=(
             "Read full content for several refs at once. Each ref is {chunk_id} or {document_id, "
-            "section_path?}; a section returns its chunks (and its subsections') in order with tables "
-            "embedded as HTML. Each ref gets its own status, so one bad ref does not hide the others."
+            "section_id?} (the section_id of a result or an outline entry: exactly that section; "
+            "section_path instead selects every section with that heading path); a section returns "
+            "its chunks (and its subsections') in order with tables embedded as HTML. Each ref gets "
+            "its own status, so one bad ref does not hide the others."
         )
     )
     async def read(

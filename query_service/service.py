@@ -144,6 +144,11 @@ class QueryService:
     def neighbors(self, principal: Principal, namespace: str, document_id: str) -> Neighbors:
         return store.neighbors(self.revision(principal, namespace), document_id)
 
+    def resource(
+        self, principal: Principal, namespace: str, document_id: str, ref: str
+    ) -> store.ResourceFile:
+        return store.resource_file(self.revision(principal, namespace), document_id, ref)
+
     def filter_values(self, principal: Principal, namespace: str) -> FilterValues:
         return store.filter_values(self.revision(principal, namespace))
 

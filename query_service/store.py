@@ -3,7 +3,9 @@ filter values. Pure functions of a Revision (no HTTP), shared by the API and the
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -23,8 +25,9 @@ from corpus_pipeline.contracts.api import (
     ReadRequest,
     ReadResponse,
 )
-from corpus_pipeline.contracts.search import Resource
+from corpus_pipeline.contracts.search import Resource, is_relative_ref
 from corpus_pipeline.publish import tables as t
+from corpus_pipeline.publish.sections import SectionRow, descendants
 from corpus_pipeline.textedit import Edit, apply_edits
 from query_service.revision import Revision
 
@@ -51,6 +54,30 @@ class DocumentNotFound(LookupError):
         super().__init__(f"document '{document_id}' not found")
 
 
+class ResourceNotFound(LookupError):
+    """Not a resource of the document in this revision: unknown, malformed or escaping refs
+    all answer the same way."""
+
+    def __init__(self, document_id: str, ref: str) -> None:
+        self.document_id = document_id
+        self.ref = ref
+        super().__init__(f"resource '{ref}' not found in document '{document_id}'")
+
+
+@dataclass(frozen=True)
+class ResourceFile:
+    """The stored bytes of one table/image file, as the revision published them."""
+
+    data: bytes
+    media_type: str
+    sha256: str
+    revision: int
+
+
+# The only characters a published ref holds (images/<phash>.<ext>, tables/table-0001.html).
+_REF_CHARS = re.compile(r"[A-Za-z0-9._/-]{1,300}")
+
+
 def _summary(row: dict[str, Any]) -> DocumentSummary:
     return DocumentSummary.model_validate({k: row[k] for k in _SUMMARY_COLUMNS})
 
@@ -66,6 +93,34 @@ def _document_row(
         raise DocumentNotFound(document_id)
     row: dict[str, Any] = rows[0]
     return row
+
+
+def resource_file(revision: Revision, document_id: str, ref: str) -> ResourceFile:
+    """A resource's bytes, looked up by exact (document, ref) in the revision's resources table:
+    a ref is never joined onto a file-system path, so only listed resources can be answered."""
+    _document_row(revision, document_id, ["document_id"])
+    if not _REF_CHARS.fullmatch(ref) or not is_relative_ref(ref):
+        raise ResourceNotFound(document_id, ref)
+    try:
+        table = revision.table(t.RESOURCES)
+    except KeyError:  # a revision published before resources were stored
+        raise ResourceNotFound(document_id, ref) from None
+    rows = (
+        table.search()
+        .where(f"document_id = {t.quote(document_id)} AND ref = {t.quote(ref)}")
+        .select(["media_type", "sha256", "data"])
+        .limit(1)
+        .to_list()
+    )
+    if not rows:
+        raise ResourceNotFound(document_id, ref)
+    row = rows[0]
+    return ResourceFile(
+        data=bytes(row["data"]),
+        media_type=row["media_type"],
+        sha256=row["sha256"],
+        revision=revision.number,
+    )
 
 
 def list_documents(revision: Revision, offset: int, limit: int) -> DocumentList:
@@ -131,17 +186,25 @@ def outline(revision: Revision, document_id: str) -> Outline:
 
 def _resource_of(revision: Revision, chunk_row: dict[str, Any]) -> Resource | None:
     """A table/image chunk's resource, resolved from the published index payload."""
-    from query_service.classic import payload_for_chunk
+    from query_service.classic import payload_for_chunk, resource_from_payload
 
     payload = payload_for_chunk(revision, chunk_row["chunk_id"])
-    resource = payload.get("resource") if payload else None
-    return Resource.model_validate(resource) if resource else None
+    return resource_from_payload(revision.namespace, payload) if payload else None
+
+
+def resource_marker(resource: Resource) -> str:
+    """How an embedded image (or a table without HTML) reads in text: its relative ref and
+    document, which the resource URL serves — never a path on the server."""
+    return (
+        f"[{resource.kind} {resource.ref} (document {resource.document_id}): "
+        f"{resource.description or ''}]"
+    )
 
 
 def render_chunk(
     revision: Revision, row: dict[str, Any], by_id: dict[str, dict[str, Any]]
 ) -> ReadChunk:
-    """Embed connected tables (HTML) and images (path + description) at their marker spans —
+    """Embed connected tables (HTML) and images (ref + description) at their marker spans —
     planned edits applied in reverse order, never string replacement of placeholders."""
     metadata = ChunkMetadata.model_validate_json(row["metadata"])
     resources: list[Resource] = []
@@ -157,7 +220,7 @@ def render_chunk(
         if resource.kind == "table" and resource.html:
             replacement = resource.html
         else:
-            replacement = f"[image {resource.image_path}: {resource.description or ''}]"
+            replacement = resource_marker(resource)
         edits.append(Edit(conn.position[0], conn.position[1], replacement))
     content, _ = apply_edits(row["content"], edits)
     own = None
@@ -173,6 +236,7 @@ def render_chunk(
         document_id=row["document_id"],
         source_file_name=row["source_path"],
         section_path=list(row["section_path"]),
+        section_id=row.get("section_id"),
         pages=list(row["pages"] or []),
         content=content,
         resources=resources,
@@ -217,17 +281,17 @@ def _read_ref(revision: Revision, ref: ReadRef, limit: int) -> ReadItem:
         return ReadItem(
             ref=ref, status="not_found", message=f"document '{ref.document_id}' not found"
         )
-    prefix = list(ref.section_path or [])
+    wanted = _selected_sections(revision, ref)
     selected = sorted(
-        (r for r in rows if list(r["section_path"])[: len(prefix)] == prefix),
+        (r for r in rows if wanted is None or wanted & set(r.get("section_ids") or [])),
         key=lambda r: r["sort_order"],
     )
     if not selected:
-        path = " > ".join(prefix)
+        what = ref.section_id or " > ".join(ref.section_path or [])
         return ReadItem(
             ref=ref,
             status="not_found",
-            message=f"section '{path}' not found in '{ref.document_id}'",
+            message=f"section '{what}' not found in '{ref.document_id}'",
         )
     by_id = {r["chunk_id"]: r for r in rows}
     embedded = {
@@ -240,6 +304,37 @@ def _read_ref(revision: Revision, ref: ReadRef, limit: int) -> ReadItem:
     selected = [r for r in selected if r["chunk_id"] not in embedded]
     chunks = [render_chunk(revision, r, by_id) for r in selected[:limit]]
     return ReadItem(ref=ref, status="ok", chunks=chunks, truncated=len(selected) > limit)
+
+
+def _selected_sections(revision: Revision, ref: ReadRef) -> set[str] | None:
+    """The ids of the sections a ref reads (with everything below them); None = the whole
+    document. A path selects every section with that path (titles may repeat), an id one."""
+    if ref.section_id is None and not ref.section_path:
+        return None
+    assert ref.document_id is not None
+    rows = [
+        SectionRow(
+            section_id=s["section_id"],
+            parent_id=s["parent_id"],
+            path=tuple(s["path"]),
+            title=s["title"],
+            level=s["level"],
+            summary=s["summary"],
+            sort_order=s["sort_order"],
+        )
+        for s in revision.table(t.SECTIONS)
+        .search()
+        .where(f"document_id = {t.quote(ref.document_id)}")
+        .limit(None)
+        .to_list()
+    ]
+    rows.sort(key=lambda s: s.sort_order)
+    if ref.section_id is not None:
+        roots = {s.section_id for s in rows if s.section_id == ref.section_id}
+    else:
+        prefix = tuple(ref.section_path or [])
+        roots = {s.section_id for s in rows if s.path == prefix}
+    return descendants(rows, roots)
 
 
 def neighbors(revision: Revision, document_id: str) -> Neighbors:

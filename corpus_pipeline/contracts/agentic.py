@@ -64,6 +64,10 @@ class AgenticResult(_Model):
     chunk_id: str
     source_file_name: str
     section_path: list[str]
+    section_id: str | None = Field(
+        default=None,
+        description="Id of the section in its document (titles may repeat; ids do not).",
+    )
     pages: list[int]
     agent_score: float = Field(
         description="Navigation score of the section the evidence came from (0 = not opened)."

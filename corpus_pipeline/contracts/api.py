@@ -67,18 +67,27 @@ class Outline(_Model):
 
 
 class ReadRef(_Model):
-    """Either a chunk id, or a section: document id plus the heading path from the root."""
+    """Either a chunk id, or a section: document id plus the section's id (exactly one section,
+    from the outline or a result) or its heading path from the root (every section with that
+    path: titles may repeat)."""
 
     chunk_id: str | None = Field(default=None, max_length=64)
     document_id: str | None = Field(default=None, max_length=200)
+    section_id: str | None = Field(default=None, pattern=r"^s[0-9]{1,9}$")
     section_path: list[str] | None = Field(default=None, max_length=64)
 
     @model_validator(mode="after")
     def _one_kind(self) -> ReadRef:
         if (self.chunk_id is None) == (self.document_id is None):
-            raise ValueError("give either chunk_id, or document_id with an optional section_path")
-        if self.chunk_id is not None and self.section_path is not None:
-            raise ValueError("section_path goes with document_id, not with chunk_id")
+            raise ValueError(
+                "give either chunk_id, or document_id with an optional section_id or section_path"
+            )
+        if self.chunk_id is not None and (
+            self.section_path is not None or self.section_id is not None
+        ):
+            raise ValueError("section_id/section_path go with document_id, not with chunk_id")
+        if self.section_id is not None and self.section_path is not None:
+            raise ValueError("give section_id or section_path, not both")
         return self
 
 
@@ -94,6 +103,10 @@ class ReadChunk(_Model):
     document_id: str
     source_file_name: str
     section_path: list[str]
+    section_id: str | None = Field(
+        default=None,
+        description="Id of the section in its document (titles may repeat; ids do not).",
+    )
     pages: list[int]
     content: str = Field(
         description="Content with embedded tables (HTML) and images rendered in place."

@@ -45,10 +45,18 @@ class ConnectTo(_Model):
     )
 
 
+_SECTION_ID = r"^s[0-9]+$"
+
+
 class Occurrence(_Model):
     """One place where a chunk's content occurs in the document."""
 
-    hierarchy_path: list[str]
+    hierarchy_path: list[str] = Field(description="Heading titles from the root (for display).")
+    section_id: str | None = Field(
+        default=None,
+        pattern=_SECTION_ID,
+        description="The section it sits in (None before the first heading): its identity.",
+    )
     order: int = Field(ge=0, description="Position of the chunk in document order.")
     page_nums: list[int] = Field(default_factory=list)
 
@@ -72,7 +80,12 @@ class Chunk(_Model):
     chunk_id: str = Field(pattern=r"^c[0-9a-f]{32}$")
     chunk_type: ChunkType
     content: str
-    hierarchy_path: list[str] = Field(description="Heading titles from the document root.")
+    hierarchy_path: list[str] = Field(
+        description="Heading titles from the document root (first occurrence; for display)."
+    )
+    section_id: str | None = Field(
+        default=None, pattern=_SECTION_ID, description="Section of the first occurrence."
+    )
     metadata: ChunkMetadata
     occurrences: list[Occurrence] = Field(
         min_length=1, description="Every place this content occurs (identical text keeps one id)."
@@ -86,6 +99,10 @@ class ChunksFile(_Model):
 
 
 class SectionNode(_Model):
+    section_id: str = Field(
+        pattern=_SECTION_ID,
+        description="Unique in the document (its heading's row order); titles may repeat.",
+    )
     title: str
     path: list[str]
     level: int = Field(ge=1)
@@ -101,6 +118,7 @@ class ResourceEntry(_Model):
     chunk_id: str
     caption: str | None = None
     section_path: list[str]
+    section_id: str | None = Field(default=None, pattern=_SECTION_ID)
     page_nums: list[int] = Field(default_factory=list)
 
 
@@ -122,6 +140,7 @@ class HierarchyNode(_Model):
 class HeadingNode(_Model):
     """A heading as recovered, with where it came from; the full heading tree."""
 
+    section_id: str = Field(pattern=_SECTION_ID, description="The section this heading opens.")
     title: str
     level: int = Field(ge=1)
     order: int = Field(ge=0, description="Row order of the heading in the parsed table.")
@@ -138,10 +157,20 @@ class HeadingsFile(_Model):
 
 
 class Diagnostic(_Model):
+    """Something a stage could not do as asked. A part that failed (one image, one table, one
+    page's text) is recorded here with what was lost, and the document goes on."""
+
     stage: Literal["ingest", "profile", "parse", "hierarchy", "chunks", "nav", "manifest"]
     level: Literal["info", "warning", "error"]
     code: str = Field(pattern=r"^[a-z0-9_.]+$")
-    message: str
+    message: str = Field(description="In words, e.g. 'image on page 12 could not be decoded'.")
+    page: int | None = Field(default=None, ge=1, description="1-based page (or slide/sheet).")
+    lost: str | None = Field(
+        default=None, description="What the document lost, e.g. 'image', 'table', 'page text'."
+    )
+    exception: str | None = Field(
+        default=None, description="Class name of the library error behind it (no message)."
+    )
 
 
 class DiagnosticsFile(_Model):

@@ -50,6 +50,13 @@ class ParsedRow(BaseModel):
     hierarchy_path: list[str] = Field(
         default_factory=list, description="Heading titles from the document root to this row."
     )
+    section_ids: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Ids of the open sections from the root (parallel to `hierarchy_path`): a section's "
+            "identity, so two sibling sections with the same title stay two sections."
+        ),
+    )
     page_numbers: list[int] = Field(
         default_factory=list, description="1-based; empty for flow formats."
     )
@@ -70,6 +77,7 @@ PARSED_ROW_SCHEMA = pa.schema(
         pa.field("text", pa.string(), nullable=False),
         pa.field("heading_level", pa.int8(), nullable=True),
         pa.field("hierarchy_path", pa.list_(pa.string()), nullable=False),
+        pa.field("section_ids", pa.list_(pa.string()), nullable=False),
         pa.field("page_numbers", pa.list_(pa.int32()), nullable=False),
         pa.field("resource_path", pa.string(), nullable=True),
         pa.field("source_location", pa.string(), nullable=False),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import date, datetime
 from typing import Annotated, Literal
+from urllib.parse import quote
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -130,17 +131,56 @@ class Location(_Model):
     document_id: str
     source_file_name: str
     section_path: list[str]
+    section_id: str | None = Field(
+        default=None,
+        description="Id of the section in its document (titles may repeat; ids do not).",
+    )
     pages: list[int] = Field(default_factory=list)
 
 
+def resource_url(namespace: str, document_id: str, ref: str) -> str:
+    """The service-relative download path of a resource (the namespace is always named, so the
+    URL works as given for any namespace)."""
+    return (
+        f"/v1/documents/{quote(document_id, safe='')}/resources/{quote(ref, safe='/')}"
+        f"?namespace={quote(namespace, safe='')}"
+    )
+
+
 class Resource(_Model):
-    """Resolved content of a table or image result."""
+    """A table or image of a result, addressed by its document and relative ref — never by a
+    server path, which a remote agent could not open and which would reveal the server layout."""
 
     kind: Literal["table", "image"]
-    file_path: str
+    document_id: str = Field(description="The document whose published resources hold it.")
+    ref: str = Field(
+        description="Path relative to the document, e.g. images/<phash>.png, tables/table-0001.html."
+    )
+    url: str = Field(
+        description="Service-relative download path: "
+        "/v1/documents/{document_id}/resources/{ref}?namespace={namespace}."
+    )
     html: str | None = Field(default=None, description="Table HTML with rowspan/colspan.")
-    image_path: str | None = Field(default=None, description="Absolute path of the stored image.")
     description: str | None = None
+
+    @field_validator("ref")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        if not is_relative_ref(value):
+            raise ValueError("ref must be a relative path inside the document")
+        return value
+
+
+def is_relative_ref(ref: str) -> bool:
+    """True for a plain relative path (`images/x.png`): no root, drive, backslash, empty or dot
+    segment — the only shape a resource ref may take anywhere."""
+    parts = ref.split("/")
+    return (
+        bool(ref)
+        and "\\" not in ref
+        and ":" not in parts[0]
+        and all(part not in ("", ".", "..") for part in parts)
+    )
 
 
 class SearchResult(_Model):
@@ -150,6 +190,10 @@ class SearchResult(_Model):
     chunk_id: str
     source_file_name: str
     section_path: list[str]
+    section_id: str | None = Field(
+        default=None,
+        description="Id of the section in its document (titles may repeat; ids do not).",
+    )
     pages: list[int]
     score: float = Field(description="Fused discovery score (weighted reciprocal rank fusion).")
     channels: dict[str, int] = Field(

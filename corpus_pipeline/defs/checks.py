@@ -1,4 +1,8 @@
-"""Asset checks: each document's artifacts validated against the contracts."""
+"""Asset checks: each document's artifacts validated against the contracts.
+
+A failed check's description names it in words with its first problems ("section tree
+invalid: …"), so `corpus ingest` and the Dagster UI show what is wrong, not a step name.
+"""
 
 from pathlib import Path
 
@@ -14,11 +18,28 @@ from corpus_pipeline.defs.resources import (
     ObjectStoreResource,
     resolve_settings,
 )
+from corpus_pipeline.errors import sanitize
+
+# What each check guards, in words: the start of its failure message.
+CHECK_LABELS = {
+    "chunks_honour_contract": "chunks invalid",
+    "nav_honours_contract": "section tree invalid",
+    "document_directory_honours_contract": "document directory invalid",
+}
+SHOWN_PROBLEMS = 3
 
 
-def _result(problems: list[str]) -> dg.AssetCheckResult:
+def describe_problems(label: str, problems: list[str]) -> str:
+    """'section tree invalid: a; b; c (+4 more)' with paths and hosts stripped."""
+    shown = "; ".join(sanitize(p, 300) for p in problems[:SHOWN_PROBLEMS])
+    more = len(problems) - SHOWN_PROBLEMS
+    return f"{label}: {shown}" + (f" (+{more} more)" if more > 0 else "")
+
+
+def _result(check: str, problems: list[str]) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         passed=not problems,
+        description=describe_problems(CHECK_LABELS[check], problems) if problems else None,
         metadata={"problems": len(problems), "first_problems": "\n".join(problems[:10]) or "none"},
     )
 
@@ -30,7 +51,9 @@ def _result(problems: list[str]) -> dg.AssetCheckResult:
     description="chunks.json validates; ids are content hashes; connections point inside content.",
 )
 def chunks_honour_contract(document_chunks: pipeline.ChunksOutput) -> dg.AssetCheckResult:
-    return _result(validation.check_chunks(Path(document_chunks.chunks_path)))
+    return _result(
+        "chunks_honour_contract", validation.check_chunks(Path(document_chunks.chunks_path))
+    )
 
 
 @dg.asset_check(
@@ -44,7 +67,8 @@ def nav_honours_contract(
     document_nav: pipeline.NavOutput, document_chunks: pipeline.ChunksOutput
 ) -> dg.AssetCheckResult:
     return _result(
-        validation.check_nav(Path(document_nav.nav_path), Path(document_chunks.chunks_path))
+        "nav_honours_contract",
+        validation.check_nav(Path(document_nav.nav_path), Path(document_chunks.chunks_path)),
     )
 
 
@@ -61,5 +85,6 @@ def document_directory_honours_contract(
 ) -> dg.AssetCheckResult:
     settings = resolve_settings(corpus, object_store, models)
     return _result(
-        validation.check_manifest(pipeline.document_dir(settings, document_manifest.document_id))
+        "document_directory_honours_contract",
+        validation.check_manifest(pipeline.document_dir(settings, document_manifest.document_id)),
     )

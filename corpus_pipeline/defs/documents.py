@@ -1,10 +1,13 @@
 """Per-document assets: source → profile → parsed table → chunks → nav → manifest.
 
 Every asset is partitioned by document id and only orchestrates: the work is done by the
-plain functions in `corpus_pipeline.pipeline`. Errors a user can act on surface as
-`dg.Failure` with a message that names the problem (never a URL or a key).
+plain functions in `corpus_pipeline.pipeline`; each document's parse runs in a worker process
+under time and memory limits (`corpus_pipeline.worker`). Every error surfaces as a `dg.Failure`
+whose message says in words what failed (never a URL, a key or a path); tracebacks go to the
+log.
 """
 
+import logging
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -14,7 +17,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import BaseModel, ConfigDict
 
-from corpus_pipeline import pipeline
+from corpus_pipeline import pipeline, worker
 from corpus_pipeline.contracts import DocumentProfile, Manifest, SourceRecord
 from corpus_pipeline.defs.partitions import documents_partitions
 from corpus_pipeline.defs.resources import (
@@ -24,9 +27,10 @@ from corpus_pipeline.defs.resources import (
     registry_for,
     resolve_settings,
 )
-from corpus_pipeline.errors import CorpusError
+from corpus_pipeline.errors import CorpusError, StageFailedError, describe_unexpected
 
 GROUP = "documents"
+logger = logging.getLogger(__name__)
 
 
 class SourceOutput(BaseModel):
@@ -40,12 +44,31 @@ class SourceOutput(BaseModel):
 
 
 @contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn pipeline errors into a Dagster Failure carrying only the safe message."""
+def user_errors(stage: str) -> Iterator[None]:
+    """Turn a stage's errors into a Dagster Failure carrying only a safe message in words.
+
+    A `CorpusError` already names the problem. Anything else is a bug or a crash: the message
+    says which stage failed, the kind of problem and the exception class (sanitized), and the
+    traceback goes to the log (it also stays in the Dagster run as the Failure's cause). A
+    parse worker's traceback rides along as the Failure's metadata.
+    """
     try:
         yield
     except CorpusError as exc:
-        raise dg.Failure(description=str(exc), metadata={"error_type": type(exc).__name__}) from exc
+        metadata: dict[str, dg.MetadataValue[str]] = {
+            "error_type": dg.MetadataValue.text(type(exc).__name__),
+            "stage": dg.MetadataValue.text(stage),
+        }
+        if isinstance(exc, StageFailedError) and exc.details:
+            # The worker's traceback (already logged by the worker) kept with the run.
+            metadata["traceback"] = dg.MetadataValue.text(exc.details)
+        raise dg.Failure(description=str(exc), metadata=metadata) from exc
+    except Exception as exc:
+        message = describe_unexpected(stage, exc)
+        logger.error("%s", message, exc_info=exc)
+        raise dg.Failure(
+            description=message, metadata={"error_type": type(exc).__name__, "stage": stage}
+        ) from exc
 
 
 def _timed(fn: Callable[[], object]) -> tuple[object, float]:
@@ -68,7 +91,7 @@ def source_document(
     settings = resolve_settings(corpus, object_store, models)
     document_id = context.partition_key
     started = time.perf_counter()
-    with user_errors():
+    with user_errors("source"):
         registry = registry_for(settings)
         record = registry.get(document_id)
         local = registry.fetch_source(
@@ -100,7 +123,7 @@ def document_profile(
     models: ModelSettingsResource,
 ) -> dg.Output[DocumentProfile]:
     settings = resolve_settings(corpus, object_store, models)
-    with user_errors():
+    with user_errors("profile"):
         profile, seconds = _timed(
             lambda: pipeline.run_profile(
                 Path(source_document.local_path),
@@ -147,8 +170,8 @@ def parsed_document(
 ) -> dg.Output[pipeline.ParseOutput]:
     settings = resolve_settings(corpus, object_store, models)
     record = source_document.record
-    with user_errors():
-        parsed = pipeline.run_parse(
+    with user_errors("parse"):
+        parsed = worker.run_parse_isolated(
             record.document_id,
             Path(source_document.local_path),
             record.source_file_name,
@@ -186,7 +209,7 @@ def document_chunks(
     models: ModelSettingsResource,
 ) -> dg.Output[pipeline.ChunksOutput]:
     settings = resolve_settings(corpus, object_store, models)
-    with user_errors():
+    with user_errors("chunks"):
         chunks = pipeline.run_chunks(
             context.partition_key,
             parsed_document,
@@ -221,7 +244,7 @@ def document_nav(
     models: ModelSettingsResource,
 ) -> dg.Output[pipeline.NavOutput]:
     settings = resolve_settings(corpus, object_store, models)
-    with user_errors():
+    with user_errors("nav"):
         nav = pipeline.run_nav(
             context.partition_key,
             parsed_document,
@@ -271,7 +294,7 @@ def document_manifest(
     staging = pipeline.staging_dir(settings, document_id)
     final = pipeline.document_dir(settings, document_id)
     try:
-        with user_errors():
+        with user_errors("manifest"):
             manifest = pipeline.assemble_document(
                 source_document.record,
                 Path(source_document.local_path),

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Callable
+import struct
+import sys
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -24,6 +29,64 @@ if TYPE_CHECKING:
 
 DiagnosticStage = Literal["ingest", "profile", "parse", "hierarchy", "chunks", "nav", "manifest"]
 
+# What the readers raise when one part of a file (an image, a table, a page, a font) is damaged:
+# (module, class) of each library's own error root, resolved only once that library is loaded,
+# so importing this module loads none of them. PyMuPDF's `FzErrorBase` does not derive from
+# RuntimeError, which is why catching builtins alone let one bad image fail whole documents.
+LIBRARY_ERRORS: tuple[tuple[str, str], ...] = (
+    ("pymupdf.mupdf", "FzErrorBase"),  # MuPDF: FzErrorArgument, FzErrorFormat, FzErrorLimit, ...
+    ("pymupdf", "FileDataError"),
+    ("lxml.etree", "LxmlError"),  # XMLSyntaxError and friends (docx, pptx, xlsx, html)
+    ("PIL.Image", "DecompressionBombError"),  # PIL's other errors are OSError / ValueError
+    ("docx.exceptions", "PythonDocxError"),
+    ("docx.opc.exceptions", "OpcError"),
+    ("pptx.exc", "PythonPptxError"),
+    ("openpyxl.utils.exceptions", "InvalidFileException"),
+    ("openpyxl.utils.exceptions", "CellCoordinatesException"),
+    ("openpyxl.utils.exceptions", "IllegalCharacterError"),
+    ("pytesseract", "TesseractError"),
+)
+# The builtins those libraries use for damage: PyMuPDF (RuntimeError, ValueError), package
+# readers (KeyError/IndexError for a missing part or relationship, zip and zlib errors, EOFError
+# for a truncated member), PIL (OSError incl. UnidentifiedImageError, SyntaxError from a broken
+# plugin header, struct.error from short binary records), Tesseract (OSError when it is gone).
+BUILTIN_PART_ERRORS: tuple[type[BaseException], ...] = (
+    RuntimeError,
+    ValueError,
+    LookupError,
+    OSError,
+    EOFError,
+    SyntaxError,
+    zipfile.BadZipFile,
+    zlib.error,
+    struct.error,
+)
+
+
+def part_errors() -> tuple[type[BaseException], ...]:
+    """The exception classes one damaged part may raise: the builtins above plus the error roots
+    of every reader library loaded so far (a library not loaded cannot have raised)."""
+    loaded: list[type[BaseException]] = []
+    for module_name, name in LIBRARY_ERRORS:
+        module = sys.modules.get(module_name)
+        cls = getattr(module, name, None) if module is not None else None
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            loaded.append(cls)
+    return BUILTIN_PART_ERRORS + tuple(loaded)
+
+
+class Part:
+    """Outcome of one isolated part: `failed` tells the caller to take its fallback."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
 
 @dataclass
 class DiagnosticSink:
@@ -37,8 +100,59 @@ class DiagnosticSink:
         code: str,
         message: str,
         level: Literal["info", "warning", "error"] = "warning",
+        *,
+        page: int | None = None,
+        lost: str | None = None,
+        exception: BaseException | None = None,
     ) -> None:
-        self.items.append(Diagnostic(stage=stage, level=level, code=code, message=message))
+        self.items.append(
+            Diagnostic(
+                stage=stage,
+                level=level,
+                code=code,
+                message=message,
+                page=page,
+                lost=lost,
+                exception=type(exception).__name__ if exception is not None else None,
+            )
+        )
+
+    @contextmanager
+    def part(
+        self,
+        lost: str,
+        message: str,
+        *,
+        page: int | None = None,
+        code: str | None = None,
+        stage: DiagnosticStage = "parse",
+        level: Literal["info", "warning", "error"] = "warning",
+    ) -> Iterator[Part]:
+        """Isolate one part of a document: a library error inside the block becomes a diagnostic
+        (`lost`, `page`, exception class; `message` in words, no paths) and the document goes
+        on. Anything else, e.g. a TypeError from our own code, still propagates.
+
+            with ctx.diagnostics.part("image", f"image on page {n} could not be decoded; "
+                                      "skipped", page=n) as part:
+                data = decode(...)
+            if part.failed: ...
+        """
+        outcome = Part()
+        try:
+            yield outcome
+        except Exception as exc:
+            if not isinstance(exc, part_errors()):
+                raise
+            outcome.error = exc
+            self.add(
+                stage,
+                code or f"{lost.replace(' ', '_')}.failed",
+                message,
+                level,
+                page=page,
+                lost=lost,
+                exception=exc,
+            )
 
 
 @dataclass(frozen=True)
@@ -77,14 +191,22 @@ class ResourceSink:
         self.tables.append(rel)
         return rel
 
-    def add_image(self, data: bytes, diagnostics: DiagnosticSink | None = None) -> ImageInfo | None:
-        """Store an image (or reuse an identical one); None when the bytes are not an image."""
+    def add_image(
+        self,
+        data: bytes,
+        diagnostics: DiagnosticSink | None = None,
+        *,
+        page: int | None = None,
+        where: str = "",
+    ) -> ImageInfo | None:
+        """Store an image (or reuse an identical one); None when the bytes are not an image
+        (recorded in `diagnostics` as a lost image on `page`, described by `where`)."""
         sha = hashlib.sha256(data).hexdigest()
         cached = self._by_sha.get(sha)
         if cached is not None:
             self.image_occurrences.append(cached.file_path)
             return cached
-        info = self._decode_and_store(data, sha, diagnostics)
+        info = self._decode_and_store(data, sha, diagnostics or DiagnosticSink(), page, where)
         if info is not None:
             self._by_sha[sha] = info
             self.image_occurrences.append(info.file_path)
@@ -95,22 +217,26 @@ class ResourceSink:
         return list(self._stored)
 
     def _decode_and_store(
-        self, data: bytes, sha: str, diagnostics: DiagnosticSink | None
+        self, data: bytes, sha: str, diagnostics: DiagnosticSink, page: int | None, where: str
     ) -> ImageInfo | None:
         import imagehash
-        from PIL import Image, UnidentifiedImageError
+        from PIL import Image
 
-        try:
-            with Image.open(io.BytesIO(data)) as img:
-                img.load()
-                width, height = img.size
-                fmt = (img.format or "png").lower()
-                phash = imagehash.phash(img.convert("RGB"))
-        except (UnidentifiedImageError, OSError, ValueError) as exc:
-            if diagnostics is not None:
-                diagnostics.add(
-                    "parse", "image.undecodable", f"image skipped: {type(exc).__name__}"
-                )
+        at = f" on page {page}" if page is not None else (f" at {where}" if where else "")
+        with (
+            diagnostics.part(
+                "image",
+                f"image{at} could not be decoded; skipped",
+                page=page,
+                code="image.undecodable",
+            ) as part,
+            Image.open(io.BytesIO(data)) as img,
+        ):
+            img.load()
+            width, height = img.size
+            fmt = (img.format or "png").lower()
+            phash = imagehash.phash(img.convert("RGB"))
+        if part.failed:
             return None
         for known in self._stored:
             if _near(known, phash, width, height, self.PHASH_MAX_DISTANCE):
@@ -154,6 +280,18 @@ class ParseContext:
 
     def __post_init__(self) -> None:
         self.resources = ResourceSink(self.workdir)
+
+    def part(
+        self,
+        lost: str,
+        message: str,
+        *,
+        page: int | None = None,
+        code: str | None = None,
+        level: Literal["info", "warning", "error"] = "warning",
+    ) -> AbstractContextManager[Part]:
+        """`DiagnosticSink.part` for the parse stage: isolate one image, table, page or shape."""
+        return self.diagnostics.part(lost, message, page=page, code=code, level=level)
 
     def emit(
         self,
@@ -202,7 +340,8 @@ class ParseContext:
         self, data: bytes, alt: str, source_location: str, page_numbers: list[int] | None = None
     ) -> ParsedRow | None:
         """Store (or reuse) an image and emit its row with the alt text."""
-        info = self.resources.add_image(data, self.diagnostics)
+        page = page_numbers[0] if page_numbers else None
+        info = self.resources.add_image(data, self.diagnostics, page=page, where=source_location)
         if info is None:
             return None
         return self.emit(

@@ -422,13 +422,19 @@ class _Reader:
         return str(rel.target_ref) if rel is not None else None
 
     def image_bytes(self, rel_id: str) -> bytes | None:
+        """The embedded picture's bytes; None (with a diagnostic) when it is not in the file."""
         rel = self.part.rels.get(rel_id)
         if rel is None or rel.is_external:
-            what = "missing" if rel is None else "linked (not embedded)"
-            self.ctx.diagnostics.add("parse", "image.unavailable", f"image {rel_id} is {what}")
+            what = "missing from the file" if rel is None else "linked, not embedded"
+            self.ctx.diagnostics.add(
+                "parse", "image.unavailable", f"an image is {what}; skipped", lost="image"
+            )
             return None
-        blob = rel.target_part.blob
-        return blob if isinstance(blob, bytes) else None
+        with self.ctx.part(
+            "image", "an image could not be read from the file; skipped", code="image.unreadable"
+        ) as part:
+            blob = rel.target_part.blob
+        return blob if not part.failed and isinstance(blob, bytes) else None
 
     def _has_title(self) -> bool:
         """Title-styled text exists: it becomes level 1 and "Heading N" level N+1."""
@@ -696,9 +702,15 @@ class _BodyWalker:
             if ns != _W_NS or name in _DELETED:
                 continue
             if name == "p":
-                self.paragraph(child, loc.next("p"), in_toc)
+                with self.ctx.part(
+                    "paragraph", "a paragraph could not be read; skipped", code="paragraph.failed"
+                ):
+                    self.paragraph(child, loc.next("p"), in_toc)
             elif name == "tbl":
-                self.table(child, loc.next("tbl"))
+                with self.ctx.part(
+                    "table", "a table could not be read; skipped", code="table.failed"
+                ):
+                    self.table(child, loc.next("tbl"))
             elif name == "sdt":
                 content = child.find(_w("sdtContent"))
                 if content is not None:
@@ -879,7 +891,11 @@ def _open(path: Path, ctx: ParseContext) -> Any:
         except KeyError as again:
             raise CorruptDocumentError("docx", f"missing package part: {missing}") from again
         ctx.diagnostics.add(
-            "parse", "docx.missing_parts", f"parts missing from the package: {', '.join(dropped)}"
+            "parse",
+            "docx.missing_parts",
+            f"{len(dropped)} part(s) the document refers to (images, mostly) are missing from "
+            "the file; their references were dropped",
+            lost="package part",
         )
         return document
 

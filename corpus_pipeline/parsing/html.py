@@ -191,7 +191,10 @@ def emit_pending_image(
         data = decode_data_uri(src)
         if data is None:
             ctx.diagnostics.add(
-                "parse", "image.bad_data_uri", f"malformed data URI at {image.location}"
+                "parse",
+                "image.bad_data_uri",
+                f"embedded image at {image.location} is malformed; its alt text is kept",
+                lost="image",
             )
         elif ctx.emit_image(data, alt, image.location) is not None:
             return
@@ -202,7 +205,10 @@ def emit_pending_image(
         if local is None:
             kind = "missing" if not src else "remote" if _REMOTE.match(src) else "relative"
             ctx.diagnostics.add(
-                "parse", "image.unavailable", f"{kind} image source at {image.location} not stored"
+                "parse",
+                "image.unavailable",
+                f"{kind} image source at {image.location} not stored",
+                lost="image",
             )
     if alt:
         ctx.emit(RowType.PARAGRAPH, alt, image.location)

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pymupdf
-from PIL import Image, ImageSequence, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.errors import CorruptDocumentError
-from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext
 
 _mupdf: Any = pymupdf  # PyMuPDF is only partly annotated
 # Resolution assumed when the file does not state one (typical of screenshots and photos).
@@ -37,29 +37,52 @@ class Frame:
     height_pt: float
 
 
-def read_frames(path: Path, max_frames: int = MAX_FRAMES) -> tuple[list[Frame], int]:
-    """The image's frames as PNG with their page size in points, and the total frame count."""
+def read_frames(
+    path: Path, max_frames: int = MAX_FRAMES, diagnostics: DiagnosticSink | None = None
+) -> tuple[list[Frame], int]:
+    """The image's frames as PNG with their page size in points, and the total frame count.
+
+    One frame that cannot be decoded (a damaged page of a multi-page TIFF) is recorded in
+    `diagnostics` and skipped; the file is corrupt only when no frame can be read at all.
+    """
+    sink = diagnostics if diagnostics is not None else DiagnosticSink()
     try:
         with Image.open(path) as image:
             total = getattr(image, "n_frames", 1)
             frames: list[Frame] = []
-            for frame in ImageSequence.Iterator(image):
-                if len(frames) == max_frames:
-                    break
-                dpi = _dpi(frame.info.get("dpi") or image.info.get("dpi"))
-                rgb = frame.convert("L" if frame.mode in ("1", "L", "I;16") else "RGB")
-                buf = io.BytesIO()
-                rgb.save(buf, format="PNG")
-                frames.append(Frame(buf.getvalue(), rgb.width * 72 / dpi, rgb.height * 72 / dpi))
+            first_error: BaseException | None = None
+            file_dpi = image.info.get("dpi")
+            for index in range(min(total, max_frames)):
+                with sink.part(
+                    "image",
+                    f"frame {index + 1} could not be decoded; skipped",
+                    page=index + 1,
+                    code="image.frame_failed",
+                ) as part:
+                    frames.append(_frame(image, index, file_dpi))
+                if part.failed and first_error is None:
+                    first_error = part.error
+            if not frames and first_error is not None:
+                raise first_error
     except Image.DecompressionBombError as exc:
         raise CorruptDocumentError(
             "image", f"the image is too large to decode safely (over {2 * _max_pixels():,} pixels)"
         ) from exc
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except (UnidentifiedImageError, OSError, ValueError, EOFError, SyntaxError) as exc:
         raise CorruptDocumentError(
             "image", f"the image cannot be decoded ({type(exc).__name__})"
         ) from exc
     return frames, total
+
+
+def _frame(image: Any, index: int, file_dpi: object) -> Frame:
+    if index:
+        image.seek(index)
+    dpi = _dpi(image.info.get("dpi") or file_dpi)
+    rgb = image.convert("L" if image.mode in ("1", "L", "I;16") else "RGB")
+    buf = io.BytesIO()
+    rgb.save(buf, format="PNG")
+    return Frame(buf.getvalue(), rgb.width * 72 / dpi, rgb.height * 72 / dpi)
 
 
 def _max_pixels() -> int:
@@ -89,7 +112,7 @@ def frames_to_pdf(frames: list[Frame], dest: Path) -> Path:
 def parse_image(ctx: ParseContext) -> None:
     from corpus_pipeline.parsing.pdf import parse_pdf
 
-    frames, total = read_frames(ctx.source_path)
+    frames, total = read_frames(ctx.source_path, diagnostics=ctx.diagnostics)
     if total > len(frames):
         ctx.diagnostics.add(
             "parse", "image.frames_limited", f"read {len(frames)} of {total} frames"

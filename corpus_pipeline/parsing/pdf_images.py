@@ -8,10 +8,11 @@ timestamp or other metadata (checked by a test that encodes twice).
 
 from __future__ import annotations
 
-import contextlib
 import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from corpus_pipeline.parsing.base import DiagnosticSink
 
 if TYPE_CHECKING:
     import pymupdf
@@ -37,18 +38,24 @@ class PdfImage:
 
 
 def extract_images(
-    doc: pymupdf.Document, page: pymupdf.Page, page_number: int, seen_xrefs: set[int]
+    doc: pymupdf.Document,
+    page: pymupdf.Page,
+    page_number: int,
+    seen_xrefs: set[int],
+    diagnostics: DiagnosticSink | None = None,
 ) -> list[PdfImage]:
     """Images placed on this page, in placement order, each xref at most once per document.
 
     Inline images (xref 0) have no object to extract and are skipped. An xref shared by many
     pages (a logo referenced from every page) is recognised here from the page resources,
     because once-per-xref extraction would otherwise hide its repetition from `drop_repeated`.
+    One image that cannot be decoded is recorded in `diagnostics` and skipped; the others stay.
     """
+    sink = diagnostics if diagnostics is not None else DiagnosticSink()
     page_api: Any = page
     page_area = abs(page_api.rect) or 1.0
     out: list[PdfImage] = []
-    for info in page_api.get_image_info(xrefs=True):
+    for info in _placements(doc, page, page_number, seen_xrefs, sink):
         xref = int(info.get("xref") or 0)
         if xref <= 0 or xref in seen_xrefs:
             continue
@@ -61,22 +68,63 @@ def extract_images(
         if shown < MIN_AREA_SHARE * page_area:
             continue  # not marked seen: the same image may be shown large elsewhere
         seen_xrefs.add(xref)
-        if _shared_by_many_pages(doc, xref, int(page_api.number)):
-            continue
-        pix = _pixmap(doc, xref)
-        if pix is None:
-            continue
-        out.append(
-            PdfImage(
-                page=page_number,
-                bbox=(bbox[0], bbox[1], bbox[2], bbox[3]),
-                xref=xref,
-                data=pix.tobytes("png"),
-                width=pix.width,
-                height=pix.height,
+        with sink.part(
+            "image",
+            f"image on page {page_number} could not be decoded; skipped",
+            page=page_number,
+            code="image.undecodable",
+        ):
+            if _shared_by_many_pages(doc, xref, int(page_api.number)):
+                continue
+            pix = _pixmap(doc, xref, page_number, sink)
+            out.append(
+                PdfImage(
+                    page=page_number,
+                    bbox=(bbox[0], bbox[1], bbox[2], bbox[3]),
+                    xref=xref,
+                    data=pix.tobytes("png"),
+                    width=pix.width,
+                    height=pix.height,
+                )
             )
-        )
     return out
+
+
+def _placements(
+    doc: pymupdf.Document,
+    page: pymupdf.Page,
+    page_number: int,
+    seen_xrefs: set[int],
+    sink: DiagnosticSink,
+) -> list[dict[str, Any]]:
+    """`page.get_image_info(xrefs=True)`, one image at a time.
+
+    PyMuPDF finds each placement's xref by decoding every image of the page for its digest,
+    so one undecodable image would cost the page all of its images; here each is decoded on
+    its own (a failure is recorded once and the xref marked seen), and xrefs already handled
+    on earlier pages are not decoded again.
+    """
+    page_api: Any = page
+    doc_api: Any = doc
+    import pymupdf
+
+    mu: Any = pymupdf
+    infos: list[dict[str, Any]] = page_api.get_image_info(hashes=True)
+    digests: dict[bytes, int] = {}
+    for item in page_api.get_images():
+        xref = int(item[0])
+        if xref in seen_xrefs:
+            continue
+        with sink.part(
+            "image",
+            f"image on page {page_number} could not be decoded; skipped",
+            page=page_number,
+            code="image.undecodable",
+        ) as part:
+            digests[mu.Pixmap(doc_api, xref).digest] = xref
+        if part.failed:
+            seen_xrefs.add(xref)
+    return [{**info, "xref": digests.get(info.get("digest", b""), 0)} for info in infos]
 
 
 def _shared_by_many_pages(doc: pymupdf.Document, xref: int, page_index: int) -> bool:
@@ -100,22 +148,72 @@ def _is_repeated(pages: int, page_count: int) -> bool:
     )
 
 
-def _pixmap(doc: pymupdf.Document, xref: int) -> Any:
-    """RGB(A) or grey pixmap with the soft mask applied; None when it cannot be decoded."""
+def _pixmap(doc: pymupdf.Document, xref: int, page_number: int, sink: DiagnosticSink) -> Any:
+    """The image as a grey or RGB pixmap (alpha from its soft mask), ready for the PNG writer.
+
+    MuPDF raises for a pixmap it cannot write as PNG (CMYK, DeviceN, Lab, indexed) or combine
+    with a mask (an alpha channel already, a mask of another size, which the PDF spec allows);
+    each is converted instead, so the picture is kept. Only a failing soft mask is given up:
+    the image stays, without transparency, with a diagnostic.
+    """
     import pymupdf
 
     mu: Any = pymupdf  # untyped constructors
-    try:
-        pix = mu.Pixmap(doc, xref)
-        smask = _smask_xref(doc, xref)
-        if smask:
-            with contextlib.suppress(RuntimeError, ValueError):  # mask of another size
-                pix = mu.Pixmap(pix, mu.Pixmap(doc, smask))
-        if pix.colorspace is None or pix.n - pix.alpha not in (1, 3):
-            pix = mu.Pixmap(mu.csRGB, pix)  # CMYK, Lab, separations → RGB
+    pix = mu.Pixmap(doc, xref)
+    smask = _smask_xref(doc, xref)
+    if smask:
+        with sink.part(
+            "image transparency",
+            f"soft mask of an image on page {page_number} could not be applied; "
+            "the image is kept without transparency",
+            page=page_number,
+            code="image.mask_failed",
+            level="info",
+        ):
+            pix = _with_mask(pix, mu.Pixmap(doc, smask))
+    return png_ready(pix)
+
+
+def _with_mask(pix: Any, mask: Any) -> Any:
+    """`pix` with `mask` as its alpha channel; MuPDF wants a colour pixmap without alpha and a
+    one-channel mask of the same size, so the inputs are brought into that shape first."""
+    import pymupdf
+
+    mu: Any = pymupdf
+    if pix.alpha:
+        pix = mu.Pixmap(pix, 0)  # drop the existing alpha: the soft mask replaces it
+    if _colour_name(pix) not in _PNG_SPACES:
+        pix = mu.Pixmap(mu.csRGB, pix)
+    if mask.alpha or mask.n != 1:
+        mask = mu.Pixmap(mu.csGRAY, mask) if mask.n > 1 else mu.Pixmap(mask, 0)
+    if (mask.width, mask.height) != (pix.width, pix.height):
+        mask = mu.Pixmap(mask, pix.width, pix.height, None)  # scaled, as a renderer would
+    return mu.Pixmap(pix, mask)
+
+
+_PNG_SPACES = ("DeviceGray", "DeviceRGB")
+
+
+def _colour_name(pix: Any) -> str | None:
+    return str(pix.colorspace.name) if pix.colorspace is not None else None
+
+
+def png_ready(pix: Any) -> Any:
+    """A pixmap MuPDF's PNG writer accepts: grey or RGB, with or without alpha.
+
+    CMYK, DeviceN (e.g. a single black separation, which has one channel but is not grey),
+    Lab, ICC-based and indexed images are converted to RGB; a bare alpha mask (no colour
+    space) becomes grey.
+    """
+    import pymupdf
+
+    mu: Any = pymupdf
+    name = _colour_name(pix)
+    if name in _PNG_SPACES:
         return pix
-    except (RuntimeError, ValueError):
-        return None
+    if name is None:  # alpha-only pixmap: its coverage as grey
+        return mu.Pixmap(mu.csGRAY, pix) if pix.n > pix.alpha else pix
+    return mu.Pixmap(mu.csRGB, pix)
 
 
 def _smask_xref(doc: pymupdf.Document, xref: int) -> int:

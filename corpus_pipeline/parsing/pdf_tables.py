@@ -11,10 +11,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from corpus_pipeline.parsing.base import DiagnosticSink, Part
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
 
 if TYPE_CHECKING:
@@ -278,28 +279,34 @@ def _unrotated(page: pymupdf.Page) -> Iterator[None]:
             api.set_rotation(rotation)
 
 
-def find_tables(page: pymupdf.Page, page_number: int) -> list[PdfTable]:
+def find_tables(
+    page: pymupdf.Page, page_number: int, diagnostics: DiagnosticSink | None = None
+) -> list[PdfTable]:
     """Ruled tables first; the text strategy only where aligned text exists and lines found none.
 
     Degenerate finds (one column, one row, mostly empty, prose in boxes) are dropped because
     PyMuPDF reports page frames and figure outlines as tables. PyMuPDF never reports a
     one-column grid, so fully ruled one-column tables (ODT/DOCX exports) are read from the
     rulings here; unruled one-column "tables" stay text. Coordinates are unrotated page space,
-    like the rest of the PDF parser's.
+    like the rest of the PDF parser's. One table that cannot be extracted is recorded in
+    `diagnostics` and left out, so its words stay in the page text; the others are kept.
     """
+    sink = diagnostics if diagnostics is not None else DiagnosticSink()
     with _unrotated(page):
-        return _find_tables(page, page_number)
+        return _find_tables(page, page_number, sink)
 
 
-def _find_tables(page: pymupdf.Page, page_number: int) -> list[PdfTable]:
+def _find_tables(page: pymupdf.Page, page_number: int, sink: DiagnosticSink) -> list[PdfTable]:
     api = _api(page)
-    lined = _extracted(api.find_tables(use_layout=False))
+    lined = _extracted(api.find_tables(use_layout=False), page_number, sink)
     found: list[tuple[Any, list[list[str | None]], list[TextRow] | None]]
     found = [(t, x, None) for t, x in lined if _plausible(t, x)]
     if not found:
         for region, above in _aligned_text_regions(page, refine=True):
             tabs = api.find_tables(clip=region, strategy="text", use_layout=False)
-            found += [(t, x, above) for t, x in _extracted(tabs) if _plausible(t, x)]
+            found += [
+                (t, x, above) for t, x in _extracted(tabs, page_number, sink) if _plausible(t, x)
+            ]
     boxes = _single_column_boxes(*_segments(page))
     if not found and not boxes:
         return []
@@ -307,13 +314,14 @@ def _find_tables(page: pymupdf.Page, page_number: int) -> list[PdfTable]:
     blocks = api.get_text("blocks")
     located: list[tuple[Rect, TableGrid, tuple[float, ...]]] = []
     for tab, extracted, header in found:
-        grid, col_xs = _grid(tab, extracted, words)
-        bbox = _rect(tab.bbox)
-        if header is not None:
-            grid, col_xs = _text_grid(grid, _col_ranges(tab), header, words)
-            if header:
-                bbox = (bbox[0], min(bbox[1], header[0][0]), bbox[2], bbox[3])
-        located.append((bbox, grid, col_xs))
+        with _one_table(sink, page_number):
+            grid, col_xs = _grid(tab, extracted, words)
+            bbox = _rect(tab.bbox)
+            if header is not None:
+                grid, col_xs = _text_grid(grid, _col_ranges(tab), header, words)
+                if header:
+                    bbox = (bbox[0], min(bbox[1], header[0][0]), bbox[2], bbox[3])
+            located.append((bbox, grid, col_xs))
     for bbox, ys in boxes:
         if any(_overlaps(bbox, other[0]) for other in located):
             continue
@@ -423,8 +431,36 @@ def _rect(r: Any) -> Rect:
     return (float(r[0]), float(r[1]), float(r[2]), float(r[3]))
 
 
-def _extracted(finder: Any) -> list[tuple[Any, list[list[str | None]]]]:
-    return [(t, t.extract()) for t in finder.tables]
+def _extracted(
+    finder: Any, page_number: int, sink: DiagnosticSink
+) -> list[tuple[Any, list[list[str | None]]]]:
+    out: list[tuple[Any, list[list[str | None]]]] = []
+    if finder is None:
+        # PyMuPDF's `find_tables` catches its own failures (one table's extraction, a broken
+        # drawing), prints them and returns None: the page's tables are lost, their text kept.
+        if not any(d.code == "table.failed" and d.page == page_number for d in sink.items):
+            sink.add(
+                "parse",
+                "table.failed",
+                f"tables on page {page_number} could not be detected; their text is kept as text",
+                page=page_number,
+                lost="table",
+            )
+        return out
+    for t in finder.tables:
+        with _one_table(sink, page_number):
+            out.append((t, t.extract()))
+    return out
+
+
+def _one_table(sink: DiagnosticSink, page_number: int) -> AbstractContextManager[Part]:
+    """Isolation of one table: dropped from the tables, so its words stay in the page text."""
+    return sink.part(
+        "table",
+        f"table on page {page_number} could not be extracted; its text is kept as text",
+        page=page_number,
+        code="table.failed",
+    )
 
 
 def _plausible(tab: Any, extracted: list[list[str | None]]) -> bool:

@@ -53,18 +53,38 @@ def parse_pptx(ctx: ParseContext) -> None:
         skip = {title_shape.shape_id} if title_shape is not None and title else set()
         for shape in _reading_order(slide.shapes):
             if shape.shape_id not in skip:
-                _shape(ctx, shape, number)
-        if slide.has_notes_slide:
-            notes = slide.notes_slide.notes_text_frame
-            text = notes.text.strip() if notes is not None else ""
-            if text:
-                ctx.emit(
-                    RowType.PARAGRAPH,
-                    f"Speaker notes: {text}",
-                    f"slide {number} notes",
-                    page_numbers=pages,
-                )
-        for author, text in _comments(slide, authors):
+                with ctx.part(
+                    "shape",
+                    f"a shape on slide {number} could not be read; skipped",
+                    page=number,
+                    code="shape.failed",
+                ):
+                    _shape(ctx, shape, number)
+        with ctx.part(
+            "speaker notes",
+            f"speaker notes of slide {number} could not be read; skipped",
+            page=number,
+            code="notes.failed",
+        ):
+            if slide.has_notes_slide:
+                notes = slide.notes_slide.notes_text_frame
+                text = notes.text.strip() if notes is not None else ""
+                if text:
+                    ctx.emit(
+                        RowType.PARAGRAPH,
+                        f"Speaker notes: {text}",
+                        f"slide {number} notes",
+                        page_numbers=pages,
+                    )
+        comments: list[tuple[str, str]] = []
+        with ctx.part(
+            "comments",
+            f"reviewer comments of slide {number} could not be read; skipped",
+            page=number,
+            code="comments.failed",
+        ):
+            comments = _comments(slide, authors)
+        for author, text in comments:
             ctx.emit(
                 RowType.PARAGRAPH,
                 f"Reviewer comment by {author}: {text}" if author else f"Reviewer comment: {text}",
@@ -103,14 +123,15 @@ def _shape(ctx: ParseContext, shape: Any, number: int) -> None:
         ctx.emit(RowType.PARAGRAPH, _chart_text(shape.chart), where, page_numbers=pages)
     elif shape.shape_type == MSO_SHAPE_TYPE.PICTURE:
         alt = shape._element.nvPicPr.cNvPr.get("descr") or ""
-        try:
-            blob = shape.image.blob
-        except (KeyError, ValueError, AttributeError) as exc:
-            ctx.diagnostics.add(
-                "parse", "image.unreadable", f"picture on {where} ({type(exc).__name__})"
-            )
-            return
-        ctx.emit_image(blob, alt, where, page_numbers=pages)
+        with ctx.part(
+            "image",
+            f"picture on slide {number} could not be read; skipped",
+            page=number,
+            code="image.unreadable",
+        ) as part:
+            blob = shape.image.blob  # KeyError/ValueError: a missing or linked image part
+        if not part.failed:
+            ctx.emit_image(blob, alt, where, page_numbers=pages)
     elif shape.has_text_frame:
         bulleted = shape.is_placeholder and shape.placeholder_format.type in _BULLETED
         for paragraph in shape.text_frame.paragraphs:

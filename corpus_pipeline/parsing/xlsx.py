@@ -261,11 +261,24 @@ def parse_xlsx(ctx: ParseContext) -> None:
             continue
         pages = [number]
         same = formulas.worksheets[number - 1] if formulas is not None else None
-        emit_sheet(ctx, ws.title, number, _Sheet.from_openpyxl(ws, same))
+        with ctx.part(
+            "sheet",
+            f"cells of sheet {ws.title!r} could not be read; skipped",
+            page=number,
+            code="sheet.failed",
+        ):
+            emit_sheet(ctx, ws.title, number, _Sheet.from_openpyxl(ws, same))
         for image in getattr(ws, "_images", []):
             _emit_image(ctx, image, ws.title, pages)
         for chart in getattr(ws, "_charts", []):
-            ctx.emit(RowType.PARAGRAPH, _chart_text(chart), f"{ws.title}!chart", page_numbers=pages)
+            with ctx.part(
+                "chart",
+                f"a chart on sheet {ws.title!r} could not be read; skipped",
+                page=number,
+                code="chart.failed",
+            ):
+                text = _chart_text(chart)
+                ctx.emit(RowType.PARAGRAPH, text, f"{ws.title}!chart", page_numbers=pages)
 
 
 _FORMULA_CELL = re.compile(rb"<c\b[^>]*>\s*<f\b[^>]*(?:/>|>[^<]*</f>)\s*(?:<v>([^<]*)</v>)?", re.S)
@@ -321,14 +334,16 @@ def emit_sheet(ctx: ParseContext, title: str, number: int, sheet: _Sheet) -> Non
 
 
 def _emit_image(ctx: ParseContext, image: Any, sheet: str, pages: list[int]) -> None:
-    try:
+    number = pages[0] if pages else None
+    with ctx.part(
+        "image",
+        f"an image on sheet {sheet!r} could not be read; skipped",
+        page=number,
+        code="image.unreadable",
+    ) as part:
         data = image._data()
-    except (OSError, ValueError, KeyError) as exc:
-        ctx.diagnostics.add(
-            "parse", "image.unreadable", f"image on sheet {sheet!r} ({type(exc).__name__})"
-        )
-        return
-    ctx.emit_image(data, "", f"{sheet}!image", page_numbers=pages)
+    if not part.failed:
+        ctx.emit_image(data, "", f"{sheet}!image", page_numbers=pages)
 
 
 def _chart_text(chart: Any) -> str:

@@ -21,6 +21,7 @@ from corpus_pipeline.contracts import PdfPageFacts, PdfProfile, PdfTocEntry
 from corpus_pipeline.contracts.profile import PdfCategory
 from corpus_pipeline.enrich.llm import ChatModel, LLMFailure
 from corpus_pipeline.errors import CorruptDocumentError, PasswordRequiredError, WrongPasswordError
+from corpus_pipeline.parsing.base import part_errors
 from corpus_pipeline.parsing.pdf.layout import gutters, image_coverage, page_blocks, text_space
 from corpus_pipeline.settings import CorpusSettings
 
@@ -29,9 +30,22 @@ Page = Any
 Document = Any
 _mupdf: Any = pymupdf
 
+# MuPDF prints what it repairs ("could not parse color space") to stdout, where it would mix
+# into `corpus ingest`'s lines; it is collected instead (`mupdf_messages`) and recorded once.
+_mupdf.TOOLS.mupdf_display_errors(False)
+_mupdf.TOOLS.mupdf_display_warnings(False)
+
 SAMPLE_PAGES = 64
 TOC_CAP = 2000
 _TEXT_PAGE_CHARS = 40
+
+
+def mupdf_messages() -> list[str]:
+    """What MuPDF reported since the last call (repaired objects, unreadable colour spaces),
+    distinct and in order, with object numbers folded so one cause counts once."""
+    raw = _mupdf.TOOLS.mupdf_warnings(reset=True) or ""
+    folded = (re.sub(r"\(\d+ 0 R\)|\d+", "N", line).strip() for line in raw.splitlines())
+    return list(dict.fromkeys(line for line in folded if line))
 
 
 def open_pdf(path: Path, password: str | None = None) -> Document:
@@ -45,7 +59,7 @@ def open_pdf(path: Path, password: str | None = None) -> Document:
         raise CorruptDocumentError("pdf", "the file is truncated (no end-of-file marker)")
     try:
         doc = _mupdf.open(path, filetype="pdf")
-    except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
+    except (pymupdf.FileDataError, pymupdf.mupdf.FzErrorBase, RuntimeError, ValueError) as exc:
         raise CorruptDocumentError("pdf", f"cannot be opened ({type(exc).__name__})") from exc
     if doc.needs_pass:
         if not password:
@@ -75,8 +89,8 @@ def read_toc(doc: Document) -> list[PdfTocEntry]:
     entries: list[PdfTocEntry] = []
     try:
         raw = doc.get_toc(simple=False)
-    except (RuntimeError, ValueError):
-        return entries
+    except part_errors():
+        return entries  # a damaged outline: headings then come from the layout
     for item in raw[:TOC_CAP]:
         level, title, page = int(item[0]), str(item[1]), int(item[2])
         dest = item[3] if len(item) > 3 and isinstance(item[3], dict) else {}
@@ -128,14 +142,14 @@ def _table_likely(page: Page) -> bool:
         return False
     try:
         return bool(pdf_tables.table_likely(page))
-    except Exception:  # a probe must never break profiling
+    except part_errors():  # a probe; the parser's table finder reports a damaged page
         return False
 
 
 def _drawing_count(page: Page) -> int:
     try:
         return len(page.get_cdrawings())
-    except (RuntimeError, ValueError, AttributeError):
+    except part_errors():  # evidence only: a page whose drawings cannot be read counts none
         return 0
 
 
@@ -230,8 +244,13 @@ def profile_pdf(doc: Document, split_pages: int = 200) -> tuple[PdfProfile, str]
     texts: list[str] = []
     sample_len = 0
     for i in indexes:
-        page = doc.load_page(i)
-        f, pf, ps, text = _page_facts(page, i + 1)
+        try:
+            page = doc.load_page(i)
+            f, pf, ps, text = _page_facts(page, i + 1)
+        except part_errors():
+            # One unreadable page is left out of the sample (`sampled_pages` counts the pages
+            # read); the parse stage reads it again and records it as a lost page.
+            continue
         facts.append(f)
         fonts.update(pf)
         sizes.update(ps)

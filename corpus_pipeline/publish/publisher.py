@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 import lancedb
+import pyarrow as pa
 import tantivy
 
 from corpus_pipeline.contracts import ChunksFile, ChunkType, DocNav, Manifest, SourceRecord
-from corpus_pipeline.contracts.search import RevisionPointer
+from corpus_pipeline.contracts.search import RevisionPointer, is_relative_ref
 from corpus_pipeline.index import channels as ch
 from corpus_pipeline.publish import tables as t
 from corpus_pipeline.publish.graph import MIN_SHARED, document_keywords, related_edges
@@ -51,6 +52,8 @@ CURRENT = "CURRENT.json"
 KEEP_INDEX_REVISIONS = 3
 # LanceDB rows held in memory before they are appended (bounds a bulk publish's memory).
 LANCE_BATCH_ROWS = 20_000
+# Resource bytes (images, table HTML) held in memory before they are appended.
+LANCE_BATCH_BYTES = 64 * 1024 * 1024
 # Above this many keywords the edge step reads every node instead of filtering by keyword.
 EDGE_FILTER_MAX_KEYWORDS = 200
 _LOCK_FILES = {".tantivy-writer.lock", ".tantivy-meta.lock"}
@@ -139,12 +142,19 @@ def _pause_point(ns_dir: Path, stage: str) -> None:
 
 
 def _open_tables(db: Any) -> dict[str, Any]:
+    """Open (or create) every table; a table published by an older version gains the columns
+    it lacks (all null for its rows until their documents are reprocessed)."""
     existing = set(db.list_tables().tables)
     out: dict[str, Any] = {}
     for name, schema in t.SCHEMAS.items():
-        out[name] = (
-            db.open_table(name) if name in existing else db.create_table(name, schema=schema)
-        )
+        if name not in existing:
+            out[name] = db.create_table(name, schema=schema)
+            continue
+        table = db.open_table(name)
+        missing = [f for f in schema if f.name not in table.schema.names]
+        if missing:
+            table.add_columns(pa.schema(missing))
+        out[name] = table
     return out
 
 
@@ -182,14 +192,16 @@ class _ChunkIndexState:
         return self.payloads[chunk_id]
 
 
-def _payload(directory: Path, chunk: Any, locations: list[dict[str, Any]]) -> dict[str, Any]:
+def _payload(
+    directory: Path, document_id: str, chunk: Any, locations: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The stored index payload of a chunk: its content and every place it occurs."""
     return {
         "chunk_id": chunk.chunk_id,
         "chunk_type": chunk.chunk_type.value,
         "content": chunk.content,
         "summary": chunk.metadata.summary,
-        "resource": _resource(directory, chunk),
+        "resource": _resource(directory, document_id, chunk),
         "occurrences": locations,
     }
 
@@ -211,10 +223,16 @@ class _RowBatches:
         self.tables = tables
         self.max_rows = max_rows or LANCE_BATCH_ROWS
         self.rows: dict[str, list[dict[str, Any]]] = {}
+        self.payload_bytes = 0
 
-    def add(self, name: str, rows: list[dict[str, Any]]) -> None:
+    def add(self, name: str, rows: list[dict[str, Any]], payload_bytes: int = 0) -> None:
+        """`payload_bytes`: large binary content of the rows (resource files), bounded apart."""
         self.rows.setdefault(name, []).extend(rows)
-        if sum(len(r) for r in self.rows.values()) >= self.max_rows:
+        self.payload_bytes += payload_bytes
+        if (
+            sum(len(r) for r in self.rows.values()) >= self.max_rows
+            or self.payload_bytes >= LANCE_BATCH_BYTES
+        ):
             self.flush()
 
     def flush(self) -> None:
@@ -222,6 +240,7 @@ class _RowBatches:
             if self.rows[name]:
                 self.tables[name].add(t.to_table(name, self.rows[name]))
         self.rows = {}
+        self.payload_bytes = 0
 
 
 def _index_document(payload: dict[str, Any]) -> tantivy.Document:
@@ -299,6 +318,7 @@ def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, A
         "document_id": record.document_id,
         "source_file_name": record.source_file_name,
         "section_path": list(occ.hierarchy_path),
+        "section_id": occ.section_id,
         "pages": list(occ.page_nums),
         "order": occ.order,
         "document_type": manifest.profile.format.value,
@@ -308,7 +328,9 @@ def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, A
     }
 
 
-def _resource(directory: Path, chunk: Any) -> dict[str, Any] | None:
+def _resource(directory: Path, document_id: str, chunk: Any) -> dict[str, Any] | None:
+    """A table/image chunk's resource: its document and relative ref (served from the
+    revision's `resources` table), never a file-system path of this machine."""
     path = chunk.metadata.file_path
     if not path:
         return None
@@ -317,18 +339,98 @@ def _resource(directory: Path, chunk: Any) -> dict[str, Any] | None:
         html = html_path.read_text(encoding="utf-8").strip() if html_path.is_file() else None
         return {
             "kind": "table",
-            "file_path": path,
+            "document_id": document_id,
+            "ref": path,
             "html": html,
-            "image_path": None,
             "description": None,
         }
     return {
         "kind": "image",
-        "file_path": path,
+        "document_id": document_id,
+        "ref": path,
         "html": None,
-        "image_path": str(directory / path),
         "description": chunk.content,
     }
+
+
+_MEDIA_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".bmp": "image/bmp",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
+    ".html": "text/html; charset=utf-8",
+}
+
+
+def _resource_rows(
+    record: SourceRecord, directory: Path, nav: DocNav, chunks: ChunksFile, revision: int
+) -> list[dict[str, Any]]:
+    """One row per table/image file the document lists, with its bytes: the published revision
+    then serves exactly what it was built from. Only plain relative refs to existing files."""
+    refs = {r.file_path for r in nav.resources} | {
+        c.metadata.file_path for c in chunks.chunks if c.metadata.file_path
+    }
+    rows = []
+    for ref in sorted(refs):
+        path = directory / ref
+        if not is_relative_ref(ref) or not path.is_file():
+            continue
+        data = path.read_bytes()
+        rows.append(
+            {
+                "revision": revision,
+                "namespace": record.namespace,
+                "document_id": record.document_id,
+                "ref": ref,
+                "kind": "table" if ref.startswith("tables/") else "image",
+                "media_type": _MEDIA_TYPES.get(path.suffix.lower(), "application/octet-stream"),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "data": data,
+            }
+        )
+    return rows
+
+
+def _stale_resource(payload: dict[str, Any], stale: list[str]) -> bool:
+    """The payload names a resource of a document being replaced or removed (or in the older
+    format without a ref): a document that holds the chunk now provides it again."""
+    resource = payload.get("resource")
+    if not resource:
+        return False
+    return "ref" not in resource or resource.get("document_id") in stale
+
+
+def _repoint_resources(
+    chunk_table: Any, payloads: dict[str, dict[str, Any] | None], chunk_ids: set[str]
+) -> None:
+    """A deduplicated chunk names the resource of one document; when that document left the
+    namespace, name the same resource in a document that still holds the chunk."""
+    orphaned = {}
+    for chunk_id in chunk_ids:
+        payload = payloads.get(chunk_id)
+        resource = payload.get("resource") if payload else None
+        if payload and resource and payload["occurrences"]:
+            holders = {o["document_id"] for o in payload["occurrences"]}
+            if resource.get("document_id") not in holders:
+                orphaned[chunk_id] = resource
+    if not orphaned:
+        return
+    rows = (
+        chunk_table.search()
+        .where(t.in_list("chunk_id", sorted(orphaned)))
+        .select(["chunk_id", "document_id", "resource_path"])
+        .limit(None)
+        .to_list()
+    )
+    for row in sorted(rows, key=lambda r: (r["chunk_id"], r["document_id"]), reverse=True):
+        if row["resource_path"]:
+            orphaned[row["chunk_id"]].update(
+                document_id=row["document_id"], ref=row["resource_path"]
+            )
 
 
 def publish_namespace(
@@ -365,6 +467,8 @@ def publish_namespace(
         changed = sorted(
             d for d in wanted if published_docs.get(d, {}).get("signature") != signatures[d]
         )
+        if previous is not None and t.RESOURCES not in previous.lance_versions:
+            changed = sorted(wanted)  # published before resources were stored: add them all
         removed = sorted(d for d in published_docs if d not in wanted)
         unchanged = len(wanted) - len(changed)
         timings["diff"] = time.perf_counter() - mark
@@ -407,7 +511,7 @@ def publish_namespace(
                         o for o in payload["occurrences"] if o["document_id"] not in stale
                     ]
                     merged.add(row["chunk_id"])
-            for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES):
+            for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES, t.RESOURCES):
                 tables[name].delete(t.in_list("document_id", stale))
             edges = tables[t.GRAPH_EDGES]
             edges.delete(f"{t.in_list('source', stale)} OR {t.in_list('target', stale)}")
@@ -422,12 +526,14 @@ def publish_namespace(
                 if payload is None and places[chunk.chunk_id] == 1:
                     # Its only place, and not indexed yet: straight to the index.
                     state.payloads.pop(chunk.chunk_id, None)
-                    payload = _payload(wanted[doc].directory, chunk, locations)
+                    payload = _payload(wanted[doc].directory, doc, chunk, locations)
                     writer.add_document(_index_document(payload))
                     continue
                 if payload is None:
-                    payload = _payload(wanted[doc].directory, chunk, [])
+                    payload = _payload(wanted[doc].directory, doc, chunk, [])
                     state.payloads[chunk.chunk_id] = payload
+                elif _stale_resource(payload, stale):
+                    payload["resource"] = _resource(wanted[doc].directory, doc, chunk)
                 payload["occurrences"].extend(locations)
                 merged.add(chunk.chunk_id)
             created = published_docs.get(doc, {}).get("created_at") or now
@@ -448,6 +554,8 @@ def publish_namespace(
             )
             rows.add(t.SECTIONS, _section_rows(record, nav, chunks, revision))
             rows.add(t.CHUNKS, _chunk_rows(record, chunks, revision))
+            resource_rows = _resource_rows(record, wanted[doc].directory, nav, chunks, revision)
+            rows.add(t.RESOURCES, resource_rows, sum(len(r["data"]) for r in resource_rows))
             keywords = document_keywords(
                 (c.metadata.keywords, len(c.occurrences)) for c in chunks.chunks
             )
@@ -466,6 +574,7 @@ def publish_namespace(
                 ],
             )
         rows.flush()
+        _repoint_resources(tables[t.CHUNKS], state.payloads, merged)
         for chunk_id in sorted(merged):
             payload = state.payloads[chunk_id]
             if chunk_id in state.indexed:
@@ -556,7 +665,6 @@ def _document_row(
 def _section_rows(
     record: SourceRecord, nav: DocNav, chunks: ChunksFile, revision: int
 ) -> list[dict[str, Any]]:
-    paths = (tuple(occ.hierarchy_path) for c in chunks.chunks for occ in c.occurrences)
     return [
         {
             "revision": revision,
@@ -570,7 +678,7 @@ def _section_rows(
             "summary": s.summary,
             "sort_order": s.sort_order,
         }
-        for s in build_sections(record.document_id, nav.sections, paths)
+        for s in build_sections(nav.sections)
     ]
 
 
@@ -586,6 +694,8 @@ def _chunk_rows(record: SourceRecord, chunks: ChunksFile, revision: int) -> list
             "searchable_text": c.content + "\n" + c.metadata.summary,
             "source_path": record.source_file_name,
             "section_path": list(c.hierarchy_path),
+            "section_id": c.section_id,
+            "section_ids": sorted({o.section_id for o in c.occurrences if o.section_id}),
             "resource_path": c.metadata.file_path,
             "pages": list(c.metadata.page_nums),
             "metadata": c.metadata.model_dump_json(),

@@ -1,9 +1,11 @@
-"""Sections built top-down from segment paths: every ancestor exists, parents before children."""
+"""Sections of a published document: the nav tree's nodes, parents before children.
+
+A section is identified by its id in the document (its heading's row order), never by its title
+path: two sibling sections with the same title are two rows with their own chunks. The title
+path stays for display and for `section_path` filters."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from corpus_pipeline.contracts import SectionNode
@@ -20,51 +22,33 @@ class SectionRow:
     sort_order: int
 
 
-def section_id_for(document_id: str, path: Iterable[str]) -> str:
-    key = "\x1f".join([document_id, *path])
-    return "s" + hashlib.sha256(key.encode()).hexdigest()[:24]
-
-
-def build_sections(
-    document_id: str, nav_sections: list[SectionNode], segment_paths: Iterable[tuple[str, ...]]
-) -> list[SectionRow]:
-    """Sections of the nav tree (with summaries and levels), plus any segment path's missing
-    ancestors (level = depth). Ordered by first appearance, parents first."""
-    known: dict[tuple[str, ...], tuple[int, str]] = {}
-
-    def walk(nodes: list[SectionNode]) -> None:
-        for node in nodes:
-            known.setdefault(tuple(node.path), (node.level, node.summary))
-            walk(node.children)
-
-    walk(nav_sections)
-    ordered: list[tuple[str, ...]] = []
-    seen: set[tuple[str, ...]] = set()
-
-    def add(path: tuple[str, ...]) -> None:
-        for depth in range(1, len(path) + 1):
-            prefix = path[:depth]
-            if prefix not in seen:
-                seen.add(prefix)
-                ordered.append(prefix)
-
-    for path in known:
-        add(path)
-    for path in segment_paths:
-        if path:
-            add(path)
+def build_sections(nav_sections: list[SectionNode]) -> list[SectionRow]:
+    """Every node of the nav tree in document order (pre-order: parents first)."""
     rows: list[SectionRow] = []
-    for order, path in enumerate(ordered):
-        level, summary = known.get(path, (len(path), ""))
-        rows.append(
-            SectionRow(
-                section_id=section_id_for(document_id, path),
-                parent_id=section_id_for(document_id, path[:-1]) if len(path) > 1 else None,
-                path=path,
-                title=path[-1],
-                level=level,
-                summary=summary,
-                sort_order=order,
+
+    def walk(nodes: list[SectionNode], parent: str | None) -> None:
+        for node in nodes:
+            rows.append(
+                SectionRow(
+                    section_id=node.section_id,
+                    parent_id=parent,
+                    path=tuple(node.path),
+                    title=node.title,
+                    level=node.level,
+                    summary=node.summary,
+                    sort_order=len(rows),
+                )
             )
-        )
+            walk(node.children, node.section_id)
+
+    walk(nav_sections, None)
     return rows
+
+
+def descendants(rows: list[SectionRow], roots: set[str]) -> set[str]:
+    """`roots` and every section below them."""
+    found = set(roots)
+    for row in rows:  # parents come first, so one pass suffices
+        if row.parent_id is not None and row.parent_id in found:
+            found.add(row.section_id)
+    return found

@@ -18,6 +18,7 @@ SECTIONS = "sections"
 CHUNKS = "chunks"
 GRAPH_NODES = "graph_nodes"
 GRAPH_EDGES = "graph_edges"
+RESOURCES = "resources"
 
 _STR_LIST = pa.list_(pa.string())
 _TS = pa.timestamp("us", tz="UTC")
@@ -69,6 +70,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("searchable_text", pa.string()),
             ("source_path", pa.string()),
             ("section_path", _STR_LIST),
+            ("section_id", pa.string()),
+            ("section_ids", _STR_LIST),
             ("resource_path", pa.string()),
             ("pages", pa.list_(pa.int32())),
             ("metadata", pa.string()),
@@ -96,6 +99,20 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("shared_keywords", _STR_LIST),
         ]
     ),
+    # The bytes of every table/image file a document lists, so a revision serves exactly the
+    # files it was published with (the artifact folder may be re-ingested after publishing).
+    RESOURCES: pa.schema(
+        [
+            ("revision", pa.int64()),
+            ("namespace", pa.string()),
+            ("document_id", pa.string()),
+            ("ref", pa.string()),
+            ("kind", pa.string()),
+            ("media_type", pa.string()),
+            ("sha256", pa.string()),
+            ("data", pa.large_binary()),
+        ]
+    ),
 }
 
 # Scalar indices that keep per-document work independent of the corpus size.
@@ -105,6 +122,7 @@ INDICES: dict[str, list[tuple[str, str]]] = {
     CHUNKS: [("document_id", "btree"), ("chunk_id", "btree")],
     GRAPH_NODES: [("document_id", "btree"), ("keywords", "label_list")],
     GRAPH_EDGES: [("source", "btree"), ("target", "btree")],
+    RESOURCES: [("document_id", "btree")],
 }
 
 

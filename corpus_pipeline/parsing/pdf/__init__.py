@@ -20,7 +20,7 @@ import pymupdf
 
 from corpus_pipeline.contracts import PdfProfile, PdfTocEntry, RowType
 from corpus_pipeline.enrich.llm import ChatModel
-from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.base import ParseContext, part_errors
 from corpus_pipeline.parsing.pdf.headings import (
     CAPTION,
     LLMJudge,
@@ -74,8 +74,9 @@ _SCAN_CHARS = 40
 def parse_pdf(ctx: ParseContext) -> None:
     """Read a PDF into rows; refuses truncated, empty or locked files with a CorpusError."""
     # Imported here: the profiler itself imports this package's layout module.
-    from corpus_pipeline.profiling.pdf_profile import open_pdf, profile_pdf
+    from corpus_pipeline.profiling.pdf_profile import mupdf_messages, open_pdf, profile_pdf
 
+    mupdf_messages()  # start from a clean slate: only this file's messages are recorded
     doc = open_pdf(ctx.source_path, ctx.password)
     try:
         pdf = ctx.profile.pdf
@@ -84,6 +85,17 @@ def parse_pdf(ctx: ParseContext) -> None:
         _Reader(ctx, doc, pdf).run()
     finally:
         doc.close()
+        messages = mupdf_messages()
+        if messages:
+            shown = "; ".join(messages[:5]) + (
+                f" (+{len(messages) - 5} more)" if len(messages) > 5 else ""
+            )
+            ctx.diagnostics.add(
+                "parse",
+                "pdf.repaired",
+                f"the PDF library repaired or skipped damaged objects while reading: {shown}",
+                level="info",
+            )
 
 
 def _setting(ctx: ParseContext, name: str) -> int:
@@ -189,11 +201,14 @@ class _Reader:
                 self.ctx.diagnostics.add("hierarchy", "hierarchy.llm_fallback", message)
 
     def _body_text(self, number: int) -> str:
-        """Normalised page text without headers/footers (a running title is no evidence)."""
-        page = self.doc.load_page(number - 1)
-        blocks = strip_furniture(
-            page_blocks(page, number), text_space(page).height, set(), self.doc.page_count < 3
-        )
+        """Normalised page text without headers/footers (a running title is no evidence);
+        empty when the page cannot be read (reported once, when the page itself is parsed)."""
+        try:
+            page = self.doc.load_page(number - 1)
+            raw = page_blocks(page, number)
+        except part_errors():
+            return ""  # not silent: `_read_page` records this page's failure
+        blocks = strip_furniture(raw, text_space(page).height, set(), self.doc.page_count < 3)
         return norm(" ".join(ln.text for b in blocks for ln in b.lines))
 
     def _warn_ocr(self) -> None:
@@ -234,36 +249,57 @@ class _Reader:
             self._emit_page(p, ordered[p.number], segments, first_parts)
 
     def _read_page(self, number: int) -> _Page:
-        page = self.doc.load_page(number - 1)
-        blocks = page_blocks(page, number)
-        space = text_space(page)
-        p = _Page(number, space.width, space.height, blocks)
-        chars = sum(len(ln.text) for b in blocks for ln in b.lines)
+        """One page's text, OCR, tables and images; each part fails alone (see `ctx.part`)."""
+        ctx = self.ctx
+        p = _Page(number, 0.0, 0.0, [])
+        with ctx.part(
+            "page text",
+            f"text of page {number} could not be read; page skipped",
+            page=number,
+            code="page.failed",
+        ) as read:
+            page = self.doc.load_page(number - 1)
+            space = text_space(page)
+            p.width, p.height = space.width, space.height
+            p.blocks = page_blocks(page, number)
+        if read.failed:
+            return p
+        chars = sum(len(ln.text) for b in p.blocks for ln in b.lines)
         if chars < _SCAN_CHARS and (self.category == "scan" or image_coverage(page) >= 0.5):
             if tesseract_version() is None:
                 self._warn_ocr()
             else:
-                p.ocr = ocr_page(page, self.ocr_lang)
-                self.ocr_pages += 1
-                chars = sum(len(o.text) for o in p.ocr)
+                with ctx.part(
+                    "page text",
+                    f"OCR of page {number} failed; the page has no text",
+                    page=number,
+                    code="ocr.failed",
+                ):
+                    p.ocr = ocr_page(page, self.ocr_lang)
+                    self.ocr_pages += 1
+                    chars = sum(len(o.text) for o in p.ocr)
         if self.tables is not None and not p.ocr and chars:
-            try:
+            with ctx.part(
+                "table",
+                f"tables on page {number} could not be detected; their text is kept as text",
+                page=number,
+                code="table.failed",
+            ):
                 # The profile already asked `table_likely` for its sampled pages.
                 known = self.sampled_tables.get(number)
                 if known if known is not None else self.tables.table_likely(page):
-                    p.tables = list(self.tables.find_tables(page, number))
-            except (RuntimeError, ValueError) as exc:
-                self.ctx.diagnostics.add(
-                    "parse",
-                    "table.failed",
-                    f"page {number}: table finder failed ({type(exc).__name__})",
-                )
+                    p.tables = list(self.tables.find_tables(page, number, ctx.diagnostics))
         if self.images is not None and not p.ocr:
-            try:
-                p.images = list(self.images.extract_images(self.doc, page, number, self.seen_xrefs))
-            except (RuntimeError, ValueError) as exc:
-                self.ctx.diagnostics.add(
-                    "parse", "image.failed", f"page {number}: images skipped ({type(exc).__name__})"
+            with ctx.part(
+                "image",
+                f"images on page {number} could not be listed; skipped",
+                page=number,
+                code="image.failed",
+            ):
+                p.images = list(
+                    self.images.extract_images(
+                        self.doc, page, number, self.seen_xrefs, ctx.diagnostics
+                    )
                 )
         self.chars += chars
         return p
@@ -397,15 +433,23 @@ class _Reader:
         for number, cands in by_page.items():
             if len(cands) < 3:
                 continue
-            page = self.doc.load_page(number - 1)
-            area = abs(text_space(page))
-            try:
+            frames: list[BBox] = []
+            with self.ctx.part(
+                "heading check",
+                f"drawings on page {number} could not be read; its headings were not checked "
+                "against drawn frames",
+                page=number,
+                code="drawings.failed",
+                level="info",
+            ) as drawn:
+                page = self.doc.load_page(number - 1)
+                area = abs(text_space(page))
                 frames = [
                     _box(d["rect"])
                     for d in page.get_cdrawings()
                     if "rect" in d and _area(_box(d["rect"])) >= 0.08 * area
                 ]
-            except (RuntimeError, ValueError):
+            if drawn.failed:
                 continue
             page_segs = [s for s in flat if s.page == number]
             for frame in frames:

@@ -16,6 +16,8 @@ from typing import Any
 
 import pymupdf
 
+from corpus_pipeline.parsing.base import part_errors
+
 # PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
 Page = Any
 Document = Any
@@ -51,8 +53,8 @@ def image_coverage(page: Any) -> float:
         for info in page.get_image_info():
             box = _mupdf.Rect(info["bbox"]) & rect
             covered += max(box.width, 0) * max(box.height, 0)
-    except (RuntimeError, ValueError):
-        return 0.0
+    except part_errors():
+        return 0.0  # evidence only; the parser records the page's unreadable images itself
     return float(min(covered / area, 1.0))
 
 

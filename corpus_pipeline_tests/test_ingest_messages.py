@@ -1,0 +1,137 @@
+"""What `corpus ingest` tells a user when a document fails: what failed, in words, never a
+bare exception class, step name or path; the traceback goes to the log."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from corpus_pipeline import pipeline, validation
+from corpus_pipeline.cli import _skipped_note
+from corpus_pipeline.defs import documents
+from corpus_pipeline.errors import ParseLimitError, format_mebibytes, sanitize
+from corpus_pipeline.ingest import _skipped_parts, ingest
+
+NOTES = "# Ducks\n\nMallards dabble.\n\n# Geese\n\nGeese graze on grass.\n"
+
+
+def _notes(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.md"
+    path.write_text(NOTES, encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_a_failing_section_tree_check_is_named_with_its_problem(settings, tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        validation,
+        "check_nav",
+        lambda nav, chunks: ["sections count 12 chunk placements but chunks.json has 10"],
+    )
+    (result,) = ingest([_notes(tmp_path)], settings)
+    assert result.status == "failed"
+    assert (
+        result.error
+        == "section tree invalid: sections count 12 chunk placements but chunks.json has 10"
+    )
+    assert not (settings.artifacts_dir / (result.document_id or "x")).exists()
+
+
+@pytest.mark.slow
+def test_a_failing_chunks_check_shows_its_first_problems_without_paths(
+    settings, tmp_path, monkeypatch
+):
+    problems = [
+        f"chunks.json invalid: cannot read {tmp_path}/work/chunks.json",
+        "chunk c1: empty content",
+        "chunk c2: embed marker not at its position",
+        "chunk c3: empty content",
+        "chunk c4: empty content",
+    ]
+    monkeypatch.setattr(validation, "check_chunks", lambda path, *rest: problems)
+    (result,) = ingest([_notes(tmp_path)], settings)
+    assert result.error == (
+        "chunks invalid: chunks.json invalid: cannot read <path>; chunk c1: empty content; "
+        "chunk c2: embed marker not at its position (+2 more)"
+    )
+
+
+@pytest.mark.slow
+def test_an_unexpected_exception_in_a_stage_is_told_in_words_and_logged(
+    settings, tmp_path, monkeypatch, caplog
+):
+    def broken_nav(*args: object, **kwargs: object) -> None:
+        raise ValueError(
+            f"cannot merge {tmp_path}/work/nav.json with https://user:secret@10.1.2.3:9000/b"
+        )
+
+    monkeypatch.setattr(pipeline, "run_nav", broken_nav)
+    with caplog.at_level(logging.ERROR, logger="corpus_pipeline.defs.documents"):
+        (result,) = ingest([_notes(tmp_path)], settings)
+    assert result.error == (
+        "nav failed: unexpected internal error (ValueError: cannot merge <path> with <url>)"
+    )
+    assert "secret" not in result.error and "10.1.2.3" not in result.error
+    (record,) = [r for r in caplog.records if r.name == "corpus_pipeline.defs.documents"]
+    assert record.exc_info is not None and record.exc_info[0] is ValueError
+    assert "Traceback (most recent call last)" in caplog.text and "broken_nav" in caplog.text
+
+
+@pytest.mark.slow
+def test_an_error_outside_a_stage_body_names_the_stage_and_class(
+    settings, tmp_path, monkeypatch, caplog
+):
+    def unreadable(*args: object) -> None:
+        raise RuntimeError("settings file /etc/corpus/override.toml is unreadable")
+
+    monkeypatch.setattr(documents, "resolve_settings", unreadable)
+    with caplog.at_level(logging.ERROR, logger="corpus_pipeline.ingest"):
+        (result,) = ingest([_notes(tmp_path)], settings)
+    assert result.error is not None
+    assert result.error.startswith(
+        "source failed: unexpected internal error "
+        "(RuntimeError: settings file <path> is unreadable); details in Dagster run "
+    )
+    assert "/etc/" not in result.error and "source_document" not in result.error
+    assert "override.toml" in caplog.text  # the full error is in the log
+
+
+def test_library_messages_lose_paths_urls_hosts_and_credentials():
+    assert sanitize("[Errno 2] No such file or directory: '/srv/in/a.pdf'") == (
+        "[Errno 2] No such file or directory: '<path>'"
+    )
+    assert sanitize("GET https://k:s@api.example.com/v1?key=1 failed") == "GET <url> failed"
+    assert (
+        sanitize("connect to db.internal.example.com:5432 refused") == "connect to <host> refused"
+    )
+    assert sanitize("postgres user:hunter2@10.0.0.7 denied") == "postgres <credentials> denied"
+    assert sanitize("page 3/12 of C:\\Users\\x\\a.pdf") == "page 3/12 of <path>"
+    assert sanitize("x" * 500).endswith("…") and len(sanitize("x" * 500)) == 200
+
+
+def test_limits_are_told_in_the_unit_a_person_reads():
+    assert str(ParseLimitError.time(300)) == "parse exceeded 300 s"
+    assert str(ParseLimitError.memory(4096)) == "parse exceeded 4 GiB"
+    assert str(ParseLimitError.memory(150)) == "parse exceeded 150 MiB"
+    assert format_mebibytes(1536) == "1.5 GiB"
+
+
+def test_the_ingest_line_counts_the_parts_a_document_lost(tmp_path):
+    diagnostics = [
+        {"stage": "parse", "level": "warning", "code": "image.undecodable", "lost": "image"},
+        {"stage": "parse", "level": "error", "code": "table.failed", "lost": "table"},
+        {"stage": "parse", "level": "warning", "code": "image.undecodable", "lost": "image"},
+        {"stage": "parse", "level": "info", "code": "ocr.used", "lost": "page text"},
+        {"stage": "chunks", "level": "warning", "code": "summary.fallback"},
+    ]
+    (tmp_path / "diagnostics.json").write_text(
+        json.dumps({"document_id": "d", "diagnostics": diagnostics}), encoding="utf-8"
+    )
+    skipped = _skipped_parts(tmp_path)
+    assert skipped == {"image": 2, "table": 1}
+    assert _skipped_note(skipped) == "; 3 parts skipped: image ×2, table ×1"
+    assert _skipped_note({}) == ""
+    assert _skipped_parts(tmp_path / "missing") == {}
