@@ -1,8 +1,14 @@
-"""Search quality on the shared corpus: every supported document through the whole pipeline
-(`build_documents` → `publish`), the 40 development questions through classic search, scored with
-the corpus's own `score_search.py`; next to it, in the same run, a naive baseline over the same
-documents: BM25 (tantivy, `en_stem` tokenizer) over fixed 120-word windows (60-word overlap) of
-the plain text the pipeline extracted (no section paths, no pages).
+"""Search quality on the shared corpus, measured on the user's path: every document through
+`corpus ingest` (`corpus_pipeline.ingest.ingest`: Dagster assets and their contract checks, the
+encrypted sample with the corpus manifest's password) into a fresh CORPUS_HOME, one published
+revision (`publish_namespace_run`), and the 40 development questions through the query service's
+request path (`POST /v1/search` over HTTP against the app under uvicorn, as the HTTP tests run
+it), scored with the corpus's own `score_search.py`. A document that fails to ingest stays in
+the question set: its questions are misses, and it is listed in `failed_documents` with its error.
+
+Next to it, in the same run and over the same 40 questions, a naive baseline: BM25 (tantivy,
+`en_stem` tokenizer) over fixed 120-word windows (60-word overlap) of the plain text the pipeline
+extracted (the parsed rows' text in order; no section paths, no pages).
 
 Writes benchmarks/results/search_quality.json and prints a side-by-side table.
 Run: `python -m benchmarks.search_quality [--corpus DIR] [--out DIR]`.
@@ -12,31 +18,40 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+import pyarrow.parquet as pq
 import tantivy
 
 from benchmarks.structure_quality import corpus_passwords
-from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.errors import CorpusError
-from corpus_pipeline.pipeline import parse_rows, run_profile
-from corpus_pipeline.publish.service import publish
+from corpus_pipeline.ingest import (
+    IngestResult,
+    PublishOutcome,
+    collect_files,
+    ingest,
+    publish_namespace_run,
+)
+from corpus_pipeline.pipeline import document_dir, parse_rows, run_profile
 from corpus_pipeline.secrets import document_password
 from corpus_pipeline.settings import CorpusSettings, load_settings
-from corpus_pipeline_tests.support import build_documents
-from query_service.classic import classic_search
-from query_service.revision import open_revision
+from corpus_pipeline_tests.http_service import running_service, write_api_keys
+from query_service.config import ServiceSettings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
+NAMESPACE = "default"
 TOP_K = 10
 WINDOW_WORDS = 120
 WINDOW_OVERLAP = 60
@@ -45,22 +60,116 @@ BASELINE = (
     "of the parsed rows' text joined in order; no section paths, no pages"
 )
 TABLE_METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "section@10", "doc_hit@10")
+# A throwaway key of the benchmark's own CORPUS_HOME (the service refuses anonymous requests).
+BENCH_KEY = "corpus-benchmark-key"
+HTTP_TIMEOUT = 120.0
 
 Results = list[dict[str, Any]]
 """One line per question: {"id", "results": [{"content", "source_file_name", "section_path",
 "pages"}]} (the scorer's input)."""
 
 
-@dataclass
-class Corpus:
-    """The documents the pipeline accepts, their extracted text, and the refused ones."""
+# -- the user's path: ingest, publish, serve ---------------------------------------------------
 
-    texts: dict[str, str] = field(default_factory=dict)
-    skipped: dict[str, str] = field(default_factory=dict)
+
+@dataclass
+class Ingested:
+    """What `corpus ingest` did to a folder: one result per file and the published revision."""
+
+    settings: CorpusSettings
+    namespace: str
+    results: list[IngestResult]
+    published: PublishOutcome | None
 
     @property
-    def ingested(self) -> list[str]:
-        return sorted(self.texts)
+    def ok(self) -> dict[str, str]:
+        """File name → document id of the documents that were ingested."""
+        return {
+            r.source_file_name: r.document_id
+            for r in self.results
+            if r.status == "ok" and r.document_id
+        }
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """File name → the error the user saw."""
+        return {r.source_file_name: r.error or "failed" for r in self.results if r.status != "ok"}
+
+
+def ingest_folder(
+    docs_dir: Path,
+    home: Path,
+    passwords: dict[str, str] | None = None,
+    namespace: str = NAMESPACE,
+    on_progress: Callable[[IngestResult], None] | None = None,
+) -> Ingested:
+    """`corpus ingest` of a flat folder into a fresh CORPUS_HOME, then one publish. `ingest`
+    takes one password per call, as `--password` does: the files without one go in one call,
+    each password's files in another. Results come back in file order."""
+    settings = load_settings(home=home, object_store_url="", namespace=namespace)
+    found = collect_files([docs_dir])
+    passwords = passwords or {}
+    groups: dict[str | None, list[Path]] = {}
+    for path, name in found:
+        groups.setdefault(passwords.get(name), []).append(path)
+    by_path: dict[Path, IngestResult] = {}
+    for password, paths in groups.items():
+        for r in ingest(paths, settings, namespace, on_progress=on_progress, password=password):
+            by_path[r.path] = r
+    results = [by_path[path] for path, _ in found if path in by_path]
+    published = (
+        publish_namespace_run(settings, namespace)
+        if any(r.status == "ok" for r in results)
+        else None
+    )
+    return Ingested(settings, namespace, results, published)
+
+
+@contextmanager
+def search_client(home: Path, namespace: str = NAMESPACE) -> Iterator[httpx.Client]:
+    """An HTTP client for the query service over `home` (uvicorn on a loopback port, the
+    rule-based planner, no access prior), once the published revision is loaded."""
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request
+    write_api_keys(home, {BENCH_KEY: ("benchmark", [namespace])})
+    settings = ServiceSettings(
+        home=home, planner_model="", navigator_model="", access_prior_weight=0.0
+    )
+    with (
+        running_service(settings) as url,
+        httpx.Client(
+            base_url=url,
+            headers={"Authorization": f"Bearer {BENCH_KEY}"},
+            timeout=HTTP_TIMEOUT,
+        ) as client,
+    ):
+        deadline = time.monotonic() + 60
+        while client.get("/readyz").status_code != 200:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the query service did not load the published revision")
+            time.sleep(0.1)
+        yield client
+
+
+def post_search(client: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
+    """One `POST /v1/search`; an error response stops the benchmark with its body."""
+    response = client.post("/v1/search", json=body)
+    if response.status_code != 200:
+        raise RuntimeError(f"POST /v1/search {response.status_code}: {response.text[:500]}")
+    payload: dict[str, Any] = response.json()
+    return payload
+
+
+# -- the benchmark ----------------------------------------------------------------------------
+
+
+@dataclass
+class Corpus:
+    """The baseline's text per document, the documents the pipeline ingested, and those it
+    failed (name → error)."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    ingested: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,8 +181,9 @@ class BenchmarkRun:
     seconds: dict[str, float]
 
     def supported_questions(self) -> list[dict[str, Any]]:
-        """Questions whose document was ingested."""
-        return [q for q in self.questions if q["doc"] in self.corpus.texts]
+        """Questions whose document was ingested (a diagnostic subset, never the headline)."""
+        ingested = set(self.corpus.ingested)
+        return [q for q in self.questions if q["doc"] in ingested]
 
 
 def load_questions(corpus: Path) -> list[dict[str, Any]]:
@@ -81,61 +191,58 @@ def load_questions(corpus: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def extract_texts(docs_dir: Path, workdir: Path, passwords: dict[str, str] | None = None) -> Corpus:
-    """Profile + parse every document: the text of the supported ones (the parsed rows' text
-    joined in reading order), the refusal message of the others. Encrypted documents open with
-    the corpus manifest's password."""
-    corpus = Corpus()
-    passwords = passwords or {}
-    for doc in sorted(p for p in docs_dir.iterdir() if p.is_file()):
-        password = passwords.get(doc.name)
+def artifact_text(settings: CorpusSettings, document_id: str) -> str:
+    """The parsed rows' text of an ingested document, in reading order (from its artifacts)."""
+    table = pq.read_table(
+        document_dir(settings, document_id) / "parsed.parquet", columns=["order", "text"]
+    )
+    rows = sorted(zip(table["order"].to_pylist(), table["text"].to_pylist(), strict=True))
+    return "\n".join(text for _, text in rows if text and text.strip())
+
+
+def extract_text(doc: Path, workdir: Path, password: str | None) -> str:
+    """Profile + parse one document in-process: the baseline's text of a document the pipeline
+    did not ingest (a later stage failed), so the baseline is not handicapped by our failure."""
+    with document_password(doc.name, password):
+        profile = run_profile(doc, doc.name, document_id=doc.name)
+    ctx = parse_rows(doc, doc.name, profile, workdir / doc.name, password=password)
+    rows = sorted(ctx.rows, key=lambda r: r.order)
+    return "\n".join(r.text for r in rows if r.text.strip())
+
+
+def corpus_of(
+    ingested: Ingested, docs_dir: Path, workdir: Path, passwords: dict[str, str]
+) -> Corpus:
+    corpus = Corpus(ingested=sorted(ingested.ok), failed=dict(sorted(ingested.failed.items())))
+    for name, document_id in ingested.ok.items():
+        corpus.texts[name] = artifact_text(ingested.settings, document_id)
+    for name in corpus.failed:
         try:
-            with document_password(doc.name, password):
-                profile = run_profile(doc, doc.name, document_id=doc.name)
-            ctx = parse_rows(doc, doc.name, profile, workdir / doc.name, password=password)
-        except CorpusError as exc:
-            corpus.skipped[doc.name] = str(exc)
-            continue
-        rows = sorted(ctx.rows, key=lambda r: r.order)
-        corpus.texts[doc.name] = "\n".join(r.text for r in rows if r.text.strip())
+            corpus.texts[name] = extract_text(docs_dir / name, workdir, passwords.get(name))
+        except (CorpusError, OSError):
+            continue  # the pipeline cannot read it at all: neither system sees it
     return corpus
 
 
-def ingest(
-    settings: CorpusSettings,
-    docs_dir: Path,
-    corpus: Corpus,
-    passwords: dict[str, str] | None = None,
-) -> None:
-    """Every stage for each supported document, then one published revision. A document that a
-    later stage refuses moves from `texts` to `skipped`, so both systems see the same set."""
-    for name in corpus.ingested:
-        try:
-            build_documents(
-                settings, {name: (docs_dir / name).read_bytes()}, passwords=passwords or {}
-            )
-        except CorpusError as exc:
-            corpus.skipped[name] = str(exc)
-            del corpus.texts[name]
-    publish(settings)
-
-
-def search_ours(settings: CorpusSettings, questions: Iterable[dict[str, Any]]) -> Results:
-    revision = open_revision(settings.published_dir, "default")
+def search_ours(
+    client: httpx.Client, questions: Iterable[dict[str, Any]], namespace: str = NAMESPACE
+) -> Results:
     lines = []
     for q in questions:
-        response = classic_search(revision, SearchRequest(query=q["question"], top_k=TOP_K))
+        response = post_search(
+            client, {"query": q["question"], "top_k": TOP_K, "namespace": namespace}
+        )
         lines.append(
             {
                 "id": q["id"],
                 "results": [
                     {
-                        "content": r.content,
-                        "source_file_name": r.source_file_name,
-                        "section_path": r.section_path,
-                        "pages": r.pages,
+                        "content": r["content"],
+                        "source_file_name": r["source_file_name"],
+                        "section_path": r["section_path"],
+                        "pages": r["pages"],
                     }
-                    for r in response.results
+                    for r in response["results"]
                 ],
             }
         )
@@ -228,20 +335,25 @@ def score(
 
 
 def run_benchmark(corpus_dir: Path, workdir: Path) -> BenchmarkRun:
-    """Extract, ingest, publish and search with both systems (unscored)."""
+    """Ingest, publish and search with both systems over all questions (unscored)."""
     seconds: dict[str, float] = {}
-    mark = time.perf_counter()
     passwords = corpus_passwords(corpus_dir)
-    corpus = extract_texts(corpus_dir / "docs", workdir / "extract", passwords)
-    seconds["extract"] = time.perf_counter() - mark
     mark = time.perf_counter()
-    settings = load_settings(home=workdir / "corpus_home")
-    ingest(settings, corpus_dir / "docs", corpus, passwords)
+    ingested = ingest_folder(corpus_dir / "docs", workdir / "corpus_home", passwords)
     seconds["ingest_publish"] = time.perf_counter() - mark
+    if ingested.published is not None and ingested.published.error:
+        raise RuntimeError(f"publish failed: {ingested.published.error}")
+    mark = time.perf_counter()
+    corpus = corpus_of(ingested, corpus_dir / "docs", workdir / "extract", passwords)
+    seconds["baseline_text"] = time.perf_counter() - mark
     questions = load_questions(corpus_dir)
     mark = time.perf_counter()
-    ours = search_ours(settings, questions)
-    seconds["search_ours"] = time.perf_counter() - mark
+    if ingested.published is None:
+        ours: Results = [{"id": q["id"], "results": []} for q in questions]
+    else:
+        with search_client(ingested.settings.home) as client:
+            ours = search_ours(client, questions)
+    seconds["search_ours_http"] = time.perf_counter() - mark
     mark = time.perf_counter()
     baseline = search_baseline(corpus.texts, questions, workdir / "baseline_index")
     seconds["search_baseline"] = time.perf_counter() - mark
@@ -249,7 +361,8 @@ def run_benchmark(corpus_dir: Path, workdir: Path) -> BenchmarkRun:
 
 
 def score_run(run: BenchmarkRun, corpus_dir: Path, workdir: Path) -> dict[str, dict[str, Any]]:
-    """Scores of both systems over all questions and over the supported ones:
+    """Scores of both systems over all questions (the headline) and, to diagnose, over the
+    questions whose document was ingested:
     {"ours" | "baseline": {"all_questions" | "supported_questions": scorer output}}."""
     subsets = {"all_questions": run.questions, "supported_questions": run.supported_questions()}
     return {
@@ -266,12 +379,13 @@ def per_question(run: BenchmarkRun, scores: dict[str, dict[str, Any]]) -> list[d
     result of ours (file and section) for diagnosing misses."""
     rows = []
     ours_top = {line["id"]: line["results"] for line in run.ours}
+    ingested = set(run.corpus.ingested)
     for q in run.questions:
         row: dict[str, Any] = {
             "id": q["id"],
             "doc": q["doc"],
             "kind": q["kind"],
-            "ingested": q["doc"] in run.corpus.texts,
+            "ingested": q["doc"] in ingested,
         }
         for system in ("ours", "baseline"):
             s = scores[system]["all_questions"]["per_question"][q["id"]]
@@ -290,10 +404,13 @@ def per_question(run: BenchmarkRun, scores: dict[str, dict[str, Any]]) -> list[d
 def report(run: BenchmarkRun, scores: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {
         "top_k": TOP_K,
+        "path": "corpus ingest (Dagster assets + checks) → publish_namespace_run → "
+        "POST /v1/search over HTTP; failed documents count as misses",
         "baseline": BASELINE,
         "seconds": {k: round(v, 2) for k, v in run.seconds.items()},
         "ingested": run.corpus.ingested,
-        "skipped": run.corpus.skipped,
+        "failed_documents": run.corpus.failed,
+        "skipped": {},  # kept for readers of older results: nothing leaves the question set
         "supported_question_ids": [q["id"] for q in run.supported_questions()],
         "scores": {
             system: {subset: s["summary"] for subset, s in by_subset.items()}
@@ -315,19 +432,18 @@ def print_table(result: dict[str, Any]) -> None:
     for subset in ("all_questions", "supported_questions"):
         groups = scores["ours"][subset]
         for group in groups:
-            if subset == "all_questions" and group != "all":
+            if subset == "supported_questions" and group != "all":
                 continue
             ours, base = groups[group], scores["baseline"][subset][group]
             label = f"{subset.split('_')[0]}:{group}"
             cells = "".join(f"{_fmt(ours[m]) + ' / ' + _fmt(base[m]):>19}" for m in TABLE_METRICS)
             print(f"{label:<30}{ours['n']:>4}  {cells}")
-    missed = [
-        f"{r['id']}({r['kind']})"
-        for r in result["per_question"]
-        if r["ingested"] and not r["ours"]["hit@10"]
-    ]
-    print(f"ours missed at 10 among supported: {', '.join(missed) or 'none'}")
-    print(f"skipped ({len(result['skipped'])}): {', '.join(sorted(result['skipped']))}")
+    missed = [f"{r['id']}({r['kind']})" for r in result["per_question"] if not r["ours"]["hit@10"]]
+    print(f"ours missed at 10: {', '.join(missed) or 'none'}")
+    failed = result["failed_documents"]
+    print(f"failed documents ({len(failed)}): " + ("none" if not failed else ""))
+    for name, error in failed.items():
+        print(f"  {name}: {error}")
     print(f"baseline: {result['baseline']}")
 
 

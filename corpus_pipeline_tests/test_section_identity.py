@@ -179,5 +179,6 @@ def test_section_rows_follow_the_nav_tree_parents_first():
         ("s4", "s0", 1),
         ("s6", "s0", 2),
     ]
-    assert descendants(rows, {"s0"}) == {"s0", "s4", "s6"}
-    assert descendants(rows, {"s6"}) == {"s6"}
+    links = [(r.section_id, r.parent_id) for r in rows]
+    assert descendants(links, {"s0"}) == {"s0", "s4", "s6"}
+    assert descendants(links, {"s6"}) == {"s6"}

@@ -27,7 +27,7 @@ from corpus_pipeline.contracts.api import (
 )
 from corpus_pipeline.contracts.search import Resource, is_relative_ref
 from corpus_pipeline.publish import tables as t
-from corpus_pipeline.publish.sections import SectionRow, descendants
+from corpus_pipeline.publish.sections import descendants
 from corpus_pipeline.textedit import Edit, apply_edits
 from query_service.revision import Revision
 
@@ -147,9 +147,9 @@ def document_detail(revision: Revision, document_id: str) -> DocumentDetail:
     )
 
 
-def outline(revision: Revision, document_id: str) -> Outline:
-    row = _document_row(revision, document_id, ["title", "source_file_name"])
-    sections = (
+def _sections_of(revision: Revision, document_id: str) -> list[dict[str, Any]]:
+    """A document's published sections in document order (parents before children)."""
+    sections: list[dict[str, Any]] = (
         revision.table(t.SECTIONS)
         .search()
         .where(f"document_id = {t.quote(document_id)}")
@@ -158,6 +158,12 @@ def outline(revision: Revision, document_id: str) -> Outline:
         .to_list()
     )
     sections.sort(key=lambda s: s["sort_order"])
+    return sections
+
+
+def outline(revision: Revision, document_id: str) -> Outline:
+    row = _document_row(revision, document_id, ["title", "source_file_name"])
+    sections = _sections_of(revision, document_id)
     children: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
     for s in sections:
         children[s["parent_id"]].append(s)
@@ -312,29 +318,13 @@ def _selected_sections(revision: Revision, ref: ReadRef) -> set[str] | None:
     if ref.section_id is None and not ref.section_path:
         return None
     assert ref.document_id is not None
-    rows = [
-        SectionRow(
-            section_id=s["section_id"],
-            parent_id=s["parent_id"],
-            path=tuple(s["path"]),
-            title=s["title"],
-            level=s["level"],
-            summary=s["summary"],
-            sort_order=s["sort_order"],
-        )
-        for s in revision.table(t.SECTIONS)
-        .search()
-        .where(f"document_id = {t.quote(ref.document_id)}")
-        .limit(None)
-        .to_list()
-    ]
-    rows.sort(key=lambda s: s.sort_order)
+    sections = _sections_of(revision, ref.document_id)
     if ref.section_id is not None:
-        roots = {s.section_id for s in rows if s.section_id == ref.section_id}
+        roots = {s["section_id"] for s in sections if s["section_id"] == ref.section_id}
     else:
-        prefix = tuple(ref.section_path or [])
-        roots = {s.section_id for s in rows if s.path == prefix}
-    return descendants(rows, roots)
+        prefix = list(ref.section_path or [])
+        roots = {s["section_id"] for s in sections if list(s["path"]) == prefix}
+    return descendants(((s["section_id"], s["parent_id"]) for s in sections), roots)
 
 
 def neighbors(revision: Revision, document_id: str) -> Neighbors:

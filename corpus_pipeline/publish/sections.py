@@ -6,6 +6,7 @@ path stays for display and for `section_path` filters."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from corpus_pipeline.contracts import SectionNode
@@ -45,10 +46,11 @@ def build_sections(nav_sections: list[SectionNode]) -> list[SectionRow]:
     return rows
 
 
-def descendants(rows: list[SectionRow], roots: set[str]) -> set[str]:
-    """`roots` and every section below them."""
+def descendants(links: Iterable[tuple[str, str | None]], roots: set[str]) -> set[str]:
+    """`roots` and every section below them; `links` are (section_id, parent_id) pairs in
+    document order (parents first, so one pass suffices)."""
     found = set(roots)
-    for row in rows:  # parents come first, so one pass suffices
-        if row.parent_id is not None and row.parent_id in found:
-            found.add(row.section_id)
+    for section_id, parent_id in links:
+        if parent_id is not None and parent_id in found:
+            found.add(section_id)
     return found
