@@ -48,6 +48,7 @@ from benchmarks import search_latency as lat
 from benchmarks import search_quality as sq
 from benchmarks import synthetic as syn
 from benchmarks.structure_quality import corpus_passwords
+from benchmarks.user_path import NAMESPACE, ingest_folder
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, AgenticResult
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.publish import tables as pt
@@ -136,7 +137,7 @@ def run_agentic(
     for q in questions:
         started = time.perf_counter()
         request = AgenticRequest(
-            mode="agentic", query=q["question"], namespace=sq.NAMESPACE, token_budget=budget
+            mode="agentic", query=q["question"], namespace=NAMESPACE, token_budget=budget
         )
         payload = sq.post_search(client, request.model_dump(mode="json"))
         response = AgenticResponse.model_validate(payload)
@@ -292,7 +293,7 @@ def quality(corpus_dir: Path, workdir: Path) -> Row:
     scorer = load_scorer(corpus_dir)
     mark = time.perf_counter()
     passwords = corpus_passwords(corpus_dir)
-    ingested = sq.ingest_folder(corpus_dir / "docs", workdir / "corpus_home", passwords)
+    ingested = ingest_folder(corpus_dir / "docs", workdir / "corpus_home", passwords)
     seconds["ingest_publish"] = time.perf_counter() - mark
     if ingested.published is None or ingested.published.error:
         raise RuntimeError(f"nothing published: {ingested.published or ingested.failed}")
@@ -301,7 +302,7 @@ def quality(corpus_dir: Path, workdir: Path) -> Row:
     questions = sq.load_questions(corpus_dir)
     supported = [q for q in questions if q["doc"] in ok]
     subsets = {"all_questions": questions, "supported_questions": supported}
-    revision = open_revision(ingested.settings.published_dir, sq.NAMESPACE)
+    revision = open_revision(ingested.settings.published_dir, NAMESPACE)
 
     systems: dict[str, sq.Results] = {}
     agentic_rows: dict[int, dict[str, Row]] = {}

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,23 +35,16 @@ import pyarrow.parquet as pq
 import tantivy
 
 from benchmarks.structure_quality import corpus_passwords
+from benchmarks.user_path import NAMESPACE, Ingested, ingest_folder
 from corpus_pipeline.errors import CorpusError
-from corpus_pipeline.ingest import (
-    IngestResult,
-    PublishOutcome,
-    collect_files,
-    ingest,
-    publish_namespace_run,
-)
 from corpus_pipeline.pipeline import document_dir, parse_rows, run_profile
 from corpus_pipeline.secrets import document_password
-from corpus_pipeline.settings import CorpusSettings, load_settings
+from corpus_pipeline.settings import CorpusSettings
 from corpus_pipeline_tests.http_service import running_service, write_api_keys
 from query_service.config import ServiceSettings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
-NAMESPACE = "default"
 TOP_K = 10
 WINDOW_WORDS = 120
 WINDOW_OVERLAP = 60
@@ -70,59 +63,6 @@ Results = list[dict[str, Any]]
 
 
 # -- the user's path: ingest, publish, serve ---------------------------------------------------
-
-
-@dataclass
-class Ingested:
-    """What `corpus ingest` did to a folder: one result per file and the published revision."""
-
-    settings: CorpusSettings
-    namespace: str
-    results: list[IngestResult]
-    published: PublishOutcome | None
-
-    @property
-    def ok(self) -> dict[str, str]:
-        """File name → document id of the documents that were ingested."""
-        return {
-            r.source_file_name: r.document_id
-            for r in self.results
-            if r.status == "ok" and r.document_id
-        }
-
-    @property
-    def failed(self) -> dict[str, str]:
-        """File name → the error the user saw."""
-        return {r.source_file_name: r.error or "failed" for r in self.results if r.status != "ok"}
-
-
-def ingest_folder(
-    docs_dir: Path,
-    home: Path,
-    passwords: dict[str, str] | None = None,
-    namespace: str = NAMESPACE,
-    on_progress: Callable[[IngestResult], None] | None = None,
-) -> Ingested:
-    """`corpus ingest` of a flat folder into a fresh CORPUS_HOME, then one publish. `ingest`
-    takes one password per call, as `--password` does: the files without one go in one call,
-    each password's files in another. Results come back in file order."""
-    settings = load_settings(home=home, object_store_url="", namespace=namespace)
-    found = collect_files([docs_dir])
-    passwords = passwords or {}
-    groups: dict[str | None, list[Path]] = {}
-    for path, name in found:
-        groups.setdefault(passwords.get(name), []).append(path)
-    by_path: dict[Path, IngestResult] = {}
-    for password, paths in groups.items():
-        for r in ingest(paths, settings, namespace, on_progress=on_progress, password=password):
-            by_path[r.path] = r
-    results = [by_path[path] for path, _ in found if path in by_path]
-    published = (
-        publish_namespace_run(settings, namespace)
-        if any(r.status == "ok" for r in results)
-        else None
-    )
-    return Ingested(settings, namespace, results, published)
 
 
 @contextmanager

@@ -1,5 +1,7 @@
-"""Structure quality on the shared corpus: every supported document through profile + parse +
-hierarchy, scored with the corpus's own `score_structure.py` (headings and tables).
+"""Structure quality on the shared corpus: every document through `corpus ingest` (the user's
+path: Dagster assets and their checks), headings and tables read back from the committed
+artifacts and scored with the corpus's own `score_structure.py`; a failed document scores as
+empty output.
 
 Writes benchmarks/results/structure_quality.json and prints a per-document table.
 """
@@ -14,10 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from corpus_pipeline.errors import CorpusError
-from corpus_pipeline.hierarchy import assign_hierarchy
-from corpus_pipeline.pipeline import parse_rows, run_profile
-from corpus_pipeline.secrets import document_password
+from benchmarks.user_path import ingest_folder
+from corpus_pipeline.pipeline import read_rows
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
@@ -33,33 +33,31 @@ def corpus_passwords(corpus: Path) -> dict[str, str]:
     return {m["doc"]: m["password"] for m in manifest if m.get("password")}
 
 
-def parse_corpus(corpus: Path, out: Path) -> dict[str, str]:
-    """Parse every document; returns doc → status ('ok' or the refusal message)."""
+def parse_corpus(corpus: Path, out: Path, home: Path) -> dict[str, str]:
+    """Ingest every document as `corpus ingest` does and read headings and tables back from the
+    committed artifacts; returns doc → status ('ok' or the error the user saw). A document that
+    failed is left out of the scored file, which the scorer counts as empty output (a miss)."""
+    ingested = ingest_folder(corpus / "docs", home, corpus_passwords(corpus))
     status: dict[str, str] = {}
-    passwords = corpus_passwords(corpus)
-    with out.open("w", encoding="utf-8") as fh, tempfile.TemporaryDirectory() as tmp:
-        for doc in sorted((corpus / "docs").iterdir()):
-            work = Path(tmp) / doc.name
-            password = passwords.get(doc.name)
-            try:
-                with document_password(doc.name, password):
-                    profile = run_profile(doc, doc.name, document_id=doc.name)
-                ctx = parse_rows(doc, doc.name, profile, work, password=password)
-            except CorpusError as exc:
-                status[doc.name] = str(exc).split(":")[0]
+    with out.open("w", encoding="utf-8") as fh:
+        for result in sorted(ingested.results, key=lambda r: r.source_file_name):
+            name = result.source_file_name
+            if result.status != "ok" or not result.document_id:
+                status[name] = result.error or "failed"
                 continue
-            rows = assign_hierarchy(ctx.rows)
+            directory = ingested.settings.artifacts_dir / result.document_id
+            rows = read_rows(directory / "parsed.parquet")
             headings = [{"text": r.text, "level": r.heading_level} for r in rows if r.heading_level]
             tables = [
                 {
                     "page": r.page_numbers[0] if r.page_numbers else None,
-                    "html": (work / r.resource_path).read_text(encoding="utf-8"),
+                    "html": (directory / r.resource_path).read_text(encoding="utf-8"),
                 }
                 for r in rows
                 if r.row_type.value == "table" and r.resource_path
             ]
-            fh.write(json.dumps({"doc": doc.name, "headings": headings, "tables": tables}) + "\n")
-            status[doc.name] = "ok"
+            fh.write(json.dumps({"doc": name, "headings": headings, "tables": tables}) + "\n")
+            status[name] = "ok"
     return status
 
 
@@ -71,7 +69,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     parsed = args.out / "structure_parsed.jsonl"
     started = time.perf_counter()
-    status = parse_corpus(args.corpus, parsed)
+    with tempfile.TemporaryDirectory() as tmp:
+        status = parse_corpus(args.corpus, parsed, Path(tmp) / "corpus_home")
     seconds = time.perf_counter() - started
     scores_path = args.out / "structure_scores.tmp"
     subprocess.run(

@@ -1,0 +1,74 @@
+"""The user's path into a benchmark: `corpus ingest` of a folder into a fresh CORPUS_HOME
+(Dagster assets and their contract checks included), then one published revision. Every quality
+benchmark builds its documents here, so a document that fails is a failure of the benchmark's
+subject, never a smaller denominator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from corpus_pipeline.ingest import (
+    IngestResult,
+    PublishOutcome,
+    collect_files,
+    ingest,
+    publish_namespace_run,
+)
+from corpus_pipeline.settings import CorpusSettings, load_settings
+
+NAMESPACE = "default"
+
+
+@dataclass
+class Ingested:
+    """What `corpus ingest` did to a folder: one result per file and the published revision."""
+
+    settings: CorpusSettings
+    namespace: str
+    results: list[IngestResult]
+    published: PublishOutcome | None
+
+    @property
+    def ok(self) -> dict[str, str]:
+        """File name → document id of the documents that were ingested."""
+        return {
+            r.source_file_name: r.document_id
+            for r in self.results
+            if r.status == "ok" and r.document_id
+        }
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """File name → the error the user saw."""
+        return {r.source_file_name: r.error or "failed" for r in self.results if r.status != "ok"}
+
+
+def ingest_folder(
+    docs_dir: Path,
+    home: Path,
+    passwords: dict[str, str] | None = None,
+    namespace: str = NAMESPACE,
+    on_progress: Callable[[IngestResult], None] | None = None,
+) -> Ingested:
+    """`corpus ingest` of a flat folder into a fresh CORPUS_HOME, then one publish. `ingest`
+    takes one password per call, as `--password` does: the files without one go in one call,
+    each password's files in another. Results come back in file order."""
+    settings = load_settings(home=home, object_store_url="", namespace=namespace)
+    found = collect_files([docs_dir])
+    passwords = passwords or {}
+    groups: dict[str | None, list[Path]] = {}
+    for path, name in found:
+        groups.setdefault(passwords.get(name), []).append(path)
+    by_path: dict[Path, IngestResult] = {}
+    for password, paths in groups.items():
+        for r in ingest(paths, settings, namespace, on_progress=on_progress, password=password):
+            by_path[r.path] = r
+    results = [by_path[path] for path, _ in found if path in by_path]
+    published = (
+        publish_namespace_run(settings, namespace)
+        if any(r.status == "ok" for r in results)
+        else None
+    )
+    return Ingested(settings, namespace, results, published)
