@@ -30,7 +30,7 @@ from typing import Any
 from corpus_pipeline.contracts import ChunksFile, DocNav, Manifest, SourceRecord
 from corpus_pipeline.ids import chunk_id_for, document_id_for
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3  # 3: sections carry ids
 DEFAULT_TEXT_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "groundtruth"
 MIN_CHUNKS, MAX_CHUNKS = 200, 1000
 MIN_WORDS, MAX_WORDS = 40, 120
@@ -218,6 +218,7 @@ class DocSpec:
 class _Section:
     title: str
     path: tuple[str, ...]
+    section_id: str
     first_text: str = ""
     chunk_count: int = 0
     children: dict[str, _Section] = field(default_factory=dict)
@@ -235,6 +236,7 @@ class _DocBuilder:
         self.titles = titles
         self.root: dict[str, _Section] = {}
         self.path: tuple[str, ...] = ()
+        self.sections_made = 0
 
     def _source(self, rng: random.Random) -> Source:
         if rng.random() < PRIMARY_SHARE:
@@ -307,7 +309,8 @@ class _DocBuilder:
                 break
         else:
             title = f"{title} ({len(siblings) + 1})"
-        section = _Section(title=title, path=(*parent, title))
+        self.sections_made += 1
+        section = _Section(title=title, path=(*parent, title), section_id=f"s{self.sections_made}")
         siblings[title] = section
         return title
 
@@ -352,6 +355,7 @@ def _section_nodes(sections: dict[str, _Section]) -> list[dict[str, Any]]:
         )
         out.append(
             {
+                "section_id": s.section_id,
                 "title": s.title,
                 "path": list(s.path),
                 "level": len(s.path),
@@ -396,7 +400,13 @@ def write_document(model: TextModel, spec: DocSpec, directory: Path) -> int:
             if spec.variant and order % 10 == 0:  # a changed version rewrites ~10% of chunks
                 content = builder.text(random.Random(f"{spec.seed}/v{spec.variant}/{order}"))
         cid = chunk_id_for(content)
-        occurrence = {"hierarchy_path": list(path), "order": order, "page_nums": pages}
+        section_id = builder._node(path).section_id
+        occurrence = {
+            "hierarchy_path": list(path),
+            "section_id": section_id,
+            "order": order,
+            "page_nums": pages,
+        }
         builder.note_chunk(path, content)
         if cid in chunks:  # identical content twice in one document: one chunk, two places
             chunks[cid]["occurrences"].append(occurrence)
@@ -407,6 +417,7 @@ def write_document(model: TextModel, spec: DocSpec, directory: Path) -> int:
             "chunk_type": "table" if file_path else "text",
             "content": content,
             "hierarchy_path": list(path),
+            "section_id": section_id,
             "metadata": {
                 "length": len(content),
                 "summary": _first_sentence(content),
@@ -431,6 +442,7 @@ def write_document(model: TextModel, spec: DocSpec, directory: Path) -> int:
             "chunk_id": c["chunk_id"],
             "caption": c["content"].split("\n", 1)[0],
             "section_path": c["hierarchy_path"],
+            "section_id": c["section_id"],
             "page_nums": c["metadata"]["page_nums"],
         }
         for c in chunks.values()
