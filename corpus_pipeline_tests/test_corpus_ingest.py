@@ -15,11 +15,11 @@ import pytest
 from benchmarks.structure_quality import corpus_passwords
 
 from .http_service import CORPUS_CLI
-from .support import DOCS, SHARED_CORPUS
+from .support import DOCS, SHARED_CORPUS, needs_shared
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not DOCS.is_dir(), reason=f"shared corpus not found at {DOCS}"),
+    needs_shared(DOCS),
 ]
 
 

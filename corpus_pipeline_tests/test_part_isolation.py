@@ -20,9 +20,18 @@ from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext
 from corpus_pipeline.parsing.pdf import parse_pdf
 from corpus_pipeline.profiling import profile_file
 
+from .support import REALWORLD_DOCS as REALWORLD
+from .support import needs_shared
+
 mu: Any = pymupdf  # PyMuPDF is only partly annotated
 
-REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "realworld" / "docs"
+
+def _drop_members(whole: Path, broken: Path, prefix: str) -> None:
+    """Copy a ZIP package without the members under `prefix`: a part it refers to is gone."""
+    with zipfile.ZipFile(whole) as src, zipfile.ZipFile(broken, "w") as dst:
+        for item in src.infolist():
+            if not item.filename.startswith(prefix):
+                dst.writestr(item, src.read(item))
 
 
 def _png(mode: str, size: tuple[int, int], color: Any) -> bytes:
@@ -255,10 +264,7 @@ def test_docx_with_a_missing_image_part_keeps_its_text(tmp_path: Path) -> None:
     whole = tmp_path / "whole.docx"
     document.save(str(whole))
     broken = tmp_path / "broken.docx"
-    with zipfile.ZipFile(whole) as src, zipfile.ZipFile(broken, "w") as dst:
-        for item in src.infolist():
-            if not item.filename.startswith("word/media/"):
-                dst.writestr(item, src.read(item))
+    _drop_members(whole, broken, "word/media/")
     ctx = _parse(broken, tmp_path)
     text = _text(ctx)
     assert "Before the picture." in text and "After the picture." in text
@@ -271,6 +277,7 @@ def test_docx_with_a_missing_image_part_keeps_its_text(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@needs_shared(REALWORLD)
 @pytest.mark.parametrize(
     "name", ["2015-annual-performance-report.pdf", "2019-annual-performance-report.pdf"]
 )
@@ -278,8 +285,6 @@ def test_agency_reports_with_separation_images_parse(tmp_path: Path, name: str) 
     """These failed whole with FzErrorArgument ("pixmap must be grayscale or rgb to write as
     png") on their one-channel DeviceN charts; now their charts are stored like any image."""
     path = REALWORLD / name
-    if not path.is_file():
-        pytest.skip("real-world documents are not available")
     ctx = _parse(path, tmp_path)
     assert len(_text(ctx)) > 100_000
     assert len(_stored_images(ctx)) >= 5
@@ -299,10 +304,7 @@ def test_pptx_with_a_missing_picture_part_keeps_its_slides(tmp_path: Path) -> No
     whole = tmp_path / "whole.pptx"
     prs.save(str(whole))
     broken = tmp_path / "broken.pptx"
-    with zipfile.ZipFile(whole) as src, zipfile.ZipFile(broken, "w") as dst:
-        for item in src.infolist():
-            if not item.filename.startswith("ppt/media/"):
-                dst.writestr(item, src.read(item))
+    _drop_members(whole, broken, "ppt/media/")
     ctx = ParseContext(
         source_path=broken,
         source_file_name=broken.name,

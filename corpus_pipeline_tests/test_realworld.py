@@ -12,9 +12,9 @@ from corpus_pipeline.pipeline import document_dir
 from corpus_pipeline.quality.recall import document_word_recall
 from corpus_pipeline.settings import CorpusSettings, load_settings
 
-from .support import REPO_ROOT
+from .support import REALWORLD_DOCS as REALWORLD
+from .support import needs_shared
 
-REALWORLD = REPO_ROOT.parent / "shared" / "realworld" / "docs"
 SAMPLES = {
     "2023_Q2_AAPL.pdf": "SEC 10-Q filing, 28 pages of financial tables",
     "20080108X00031.pdf": "NTSB accident report, 3 pages of form fields",
@@ -25,7 +25,7 @@ MIN_RECALL = 0.9
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not REALWORLD.is_dir(), reason=f"{REALWORLD} is missing"),
+    needs_shared(REALWORLD),
 ]
 
 

@@ -103,6 +103,7 @@ class _DocCache:
         self._sections: dict[str, dict[Sid, dict[str, Any]]] = {}
         self._children: dict[str, dict[Sid, list[Sid]]] = {}
         self._chunks: dict[str, list[dict[str, Any]]] = {}
+        self._placed: dict[str, dict[Sid, list[dict[str, Any]]]] = {}
 
     def sections(self, document_id: str) -> dict[Sid, dict[str, Any]]:
         if document_id not in self._sections:
@@ -133,12 +134,15 @@ class _DocCache:
         return tuple(section["path"]) if section else ()
 
     def rows_in(self, document_id: str, sid: Sid) -> list[dict[str, Any]]:
-        """Chunk rows placed directly in a section (any of their occurrences)."""
-        return [
-            r
-            for r in self.chunks(document_id)
-            if (sid in (r.get("section_ids") or [])) or (not sid and not r.get("section_ids"))
-        ]
+        """Chunk rows placed directly in a section (any of their occurrences), in document
+        order; indexed once per document, since navigation asks for many sections."""
+        if document_id not in self._placed:
+            placed: dict[Sid, list[dict[str, Any]]] = {}
+            for row in self.chunks(document_id):
+                for key in row.get("section_ids") or [""]:
+                    placed.setdefault(key, []).append(row)
+            self._placed[document_id] = placed
+        return self._placed[document_id].get(sid, [])
 
     def chunks(self, document_id: str) -> list[dict[str, Any]]:
         if document_id not in self._chunks:
