@@ -67,11 +67,13 @@ fix: setup
 
 ## bench: quality and speed benchmarks, results in benchmarks/results/ (search_latency builds
 ## 10k/100k/1M-chunk corpora: ~20 min and ~12 GB RAM cold, ~1 min cached; BENCH_ARGS=--quick skips 1M;
-## realworld_ingest ingests ../shared/realworld + ../shared/corpus through `corpus ingest`: ~30-60 min)
+## realworld_ingest ingests ../shared/realworld + ../shared/corpus through `corpus ingest`: ~30-60 min;
+## realworld_quality ingests ../shared/realworld again and asks its 199 questions: ~35 min)
 bench: setup
 	$(BIN)/python -m benchmarks.structure_quality
 	$(BIN)/python -m benchmarks.search_quality
 	$(BIN)/python -m benchmarks.realworld_ingest
+	$(BIN)/python -m benchmarks.realworld_quality
 	$(BIN)/python -m benchmarks.search_latency $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.pdf_quality
 	$(BIN)/python -m benchmarks.http_latency

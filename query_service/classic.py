@@ -62,6 +62,7 @@ def shape_query(channel: str, query: str) -> list[str]:
         words = [w for w in ch.analyze("term", query) if w not in STOP_WORDS]
         if words:
             query = " ".join(words)
+    query = ch.with_variants(query)
     seen: dict[str, None] = {}
     for token in ch.analyze(channel, query):
         seen.setdefault(token, None)

@@ -5,11 +5,17 @@
 - path: file name + section paths of every occurrence, same analyzer as content.
 - term: raw content (with a table's or image's lead-in text) + paths, tokens are whole identifiers (`ISO-9001:2015`, `v1.2.3`,
   `foo_bar`), lower-cased, never stemmed: exact matches of codes and numbers.
+
+Numbers and identifiers are written many ways ("8,362" / "8362", "10-Q" / "10Q", "FY2023" /
+"FY 2023"): `with_variants` appends the other spellings to a text before it is analysed, on the
+indexed side and on the query side alike, so each way a user types them matches each way a
+document prints them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,6 +43,40 @@ F_SOURCE_PATH = "f_source_path"
 
 CHANNEL_FIELDS = {"content": F_CONTENT, "path": F_PATH, "term": F_TERM}
 CHANNEL_ANALYZERS = {"content": STEM_ANALYZER, "path": STEM_ANALYZER, "term": TERM_ANALYZER}
+
+
+# A run of letters/digits joined by the separators identifiers and numbers use.
+_IDENTIFIER = re.compile(r"[^\W_]+(?:[,.\-/'’][^\W_]+)*")
+_GROUPED_NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_LETTER_DIGIT = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
+
+
+def variants(token: str) -> list[str]:
+    """Other spellings of one identifier-like token: a grouped number without its thousands
+    separators ("8,362" → "8362"), a hyphenated or slashed code joined ("10-Q" → "10Q",
+    "COVID-19" → "COVID19"), and a code split where letters meet digits ("FY2023" → "FY 2023")."""
+    out: list[str] = []
+    if _GROUPED_NUMBER.match(token):
+        out.append(token.replace(",", ""))
+    else:
+        for part in re.split(r",(?!\d{3}\b)", token):  # "a,b" (a list) is two tokens
+            if re.search(r"[-/]", part) and re.search(r"\d", part) and re.search(r"[^\W\d_]", part):
+                out.append(re.sub(r"[-/]", "", part))
+    if token.isalnum() and not token.isdigit() and not token.isalpha():
+        pieces = _LETTER_DIGIT.split(token)
+        if len(pieces) > 1 and all(len(p) >= 2 for p in pieces):
+            out.append(" ".join(pieces))
+    return out
+
+
+def with_variants(text: str) -> str:
+    """`text` followed by the other spellings of its numbers and identifiers (see `variants`);
+    unchanged when it has none. Deterministic: variants in order of first occurrence."""
+    extra: dict[str, None] = {}
+    for match in _IDENTIFIER.finditer(text):
+        for variant in variants(match.group(0)):
+            extra.setdefault(variant, None)
+    return f"{text}\n{' '.join(extra)}" if extra else text
 
 
 @cache

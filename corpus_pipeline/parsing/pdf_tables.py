@@ -260,6 +260,77 @@ def _header_above(
     return header
 
 
+_HEADER_ROWS_ABOVE = 4
+
+
+def _column_header_above(
+    rows: list[TextRow], bbox: Rect, ranges: list[tuple[float, float]], words: list[Any]
+) -> list[TextRow]:
+    """Rows just above a ruled table that label its columns. The finder often starts a table
+    at its first ruled row, below the header ("Three Months Ended" over two columns, the dates
+    under it), which then reads as loose lines or even as headings. Up to four close rows
+    whose segments all lie within the table's width, each in the label column or right of it;
+    a line that reaches from the label column into the others (a title, a sentence) ends the
+    header."""
+    if not ranges:
+        return []
+    x0, top, x1, bottom = bbox
+    label_right = ranges[0][1]
+    inside = sorted(r[1] - r[0] for r in rows if r[0] >= top - 0.5 and r[1] <= bottom + 0.5)
+    line_height = inside[len(inside) // 2] if inside else 0.0
+    above = sorted((r for r in rows if r[1] <= top + 0.5), key=lambda r: -r[0])
+    header: list[TextRow] = []
+    for y0, y1, segs in above[:_HEADER_ROWS_ABOVE]:
+        if top - y1 > 1.2 * max(y1 - y0, 1.0) + 2.0:
+            break
+        if line_height and y1 - y0 > 1.05 * line_height:
+            break  # set larger than the table's text: a heading or title above it
+        if _CAPTION_RE.match(_words_in(words, (x0, y0, x1, y1))):
+            break  # "Table 3: …" names the table; `_caption` keeps it as its caption
+        if any(s[0] < x0 - 2.0 or s[2] > x1 + 2.0 for s in segs):
+            break
+        if any(s[0] < label_right - 1.0 < s[2] - 2.0 for s in segs):
+            break  # reaches from the label column into the values: a title or a sentence
+        header.insert(0, (y0, y1, segs))
+        top = y0
+    while header and all(s[2] <= label_right + 1.0 for s in header[0][2]):
+        header.pop(0)  # a line over the label column alone ("Before table") is text above it
+    return header
+
+
+def _partition(col_xs: tuple[float, ...], bbox: Rect) -> list[tuple[float, float]]:
+    """Columns as adjacent x-intervals from their left edges to the next one's (the last to
+    the table's right edge): unlike cell extents, spanning cells cannot make them overlap."""
+    edges = [*col_xs, bbox[2]]
+    return [(a, b) for a, b in itertools.pairwise(edges)]
+
+
+def _with_header(
+    grid: TableGrid, ranges: list[tuple[float, float]], header: list[TextRow], words: list[Any]
+) -> TableGrid:
+    """`grid` below header rows built from `header`: each segment becomes a header cell over
+    the columns it overlaps (a colspan when it spans several)."""
+    if not header:
+        return grid
+    n = len(header)
+    cells = [replace(c, row=c.row + n) for c in grid.cells]
+    for i, (_, _, segs) in enumerate(header):
+        placed: list[tuple[int, int, str]] = []  # (first col, last col, text)
+        for seg in sorted(segs, key=lambda s: s[0]):
+            cols = [j for j, c in enumerate(ranges) if seg[0] < c[1] and seg[2] > c[0]]
+            first, last = (min(cols), max(cols)) if cols else (_best_column(seg, ranges),) * 2
+            text = " ".join(_words_in(words, seg).split())
+            if not text:
+                continue
+            if placed and first <= placed[-1][1]:  # shares a column with the previous segment
+                prev = placed.pop()
+                placed.append((prev[0], max(prev[1], last), f"{prev[2]} {text}"))
+            else:
+                placed.append((first, last, text))
+        cells += [TableCell(i, a, t, 1, b - a + 1, header=True) for a, b, t in placed]
+    return TableGrid(cells=cells, caption=grid.caption, header_rows=n + grid.header_rows)
+
+
 # -- table finder --------------------------------------------------------------------------------
 
 
@@ -313,14 +384,20 @@ def _find_tables(page: pymupdf.Page, page_number: int, sink: DiagnosticSink) -> 
     words = api.get_text("words")
     blocks = api.get_text("blocks")
     located: list[tuple[Rect, TableGrid, tuple[float, ...]]] = []
+    rows: list[TextRow] | None = None
     for tab, extracted, header in found:
         with _one_table(sink, page_number):
             grid, col_xs = _grid(tab, extracted, words)
             bbox = _rect(tab.bbox)
             if header is not None:
                 grid, col_xs = _text_grid(grid, _col_ranges(tab), header, words)
-                if header:
-                    bbox = (bbox[0], min(bbox[1], header[0][0]), bbox[2], bbox[3])
+            else:
+                rows = _line_segments(page) if rows is None else rows
+                ranges = _partition(col_xs, bbox)
+                header = _column_header_above(rows, bbox, ranges, words)
+                grid = _with_header(grid, ranges, header, words)
+            if header:
+                bbox = (bbox[0], min(bbox[1], header[0][0]), bbox[2], bbox[3])
             located.append((bbox, grid, col_xs))
     for bbox, ys in boxes:
         if any(_overlaps(bbox, other[0]) for other in located):

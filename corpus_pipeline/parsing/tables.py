@@ -79,10 +79,36 @@ class TableGrid:
         if self.caption:
             lines.append(self.caption)
         for row in self.rows():
-            cells = [" ".join(c.text.split()) for c in row]
-            if any(cells):
+            cells = _text_cells([" ".join(c.text.split()) for c in row])
+            if cells:
                 lines.append(" | ".join(cells))
         return "\n".join(lines)
+
+
+_LEADING_UNIT = frozenset("$€£¥")
+_TRAILING_UNIT = frozenset({"%", ")", "%)"})
+
+
+def _text_cells(cells: list[str]) -> list[str]:
+    """A row's cells as they read: empty cells (spacer columns) dropped, and a currency sign
+    or a percent sign set in its own column joined to its number ("$ | 60,584" → "$60,584",
+    "35.4 | %" → "35.4%"), so the figure reads and is found as it was printed."""
+    out: list[str] = []
+    pending = ""
+    for text in cells:
+        if not text:
+            continue
+        if text in _LEADING_UNIT:
+            pending += text
+            continue
+        if text in _TRAILING_UNIT and out:
+            out[-1] += text
+            continue
+        out.append(pending + text)
+        pending = ""
+    if pending:
+        out.append(pending)
+    return out
 
 
 class GridBuilder:

@@ -243,12 +243,20 @@ class _RowBatches:
         self.payload_bytes = 0
 
 
+def _path_words(occ: dict[str, Any]) -> list[str]:
+    """Where a chunk sits, as the path channel reads it: file name, the document's title
+    (a filing's company name or a report's title heads every chunk, even where the title
+    section closes before the document's parts begin) and the section path."""
+    title = occ.get("document_title") or ""
+    path = list(occ["section_path"])
+    head = [title] if title and title not in path[:1] else []
+    return [occ["source_file_name"], *head, *path]
+
+
 def _index_document(payload: dict[str, Any]) -> tantivy.Document:
     payload["occurrences"].sort(key=lambda o: (o["document_id"], o["order"]))
     occurrences = payload["occurrences"]
-    paths = "\n".join(
-        " ".join([occ["source_file_name"], *occ["section_path"]]) for occ in occurrences
-    )
+    paths = "\n".join(" ".join(_path_words(occ)) for occ in occurrences)
     doc = tantivy.Document()
     doc.add_text(ch.F_CHUNK_ID, payload["chunk_id"])
     doc.add_text(ch.F_CHUNK_TYPE, payload["chunk_type"])
@@ -259,9 +267,9 @@ def _index_document(payload: dict[str, Any]) -> tantivy.Document:
     # counted twice; a resource's lead-in is document text, so the term channel holds it too.
     extra = "" if summary in content else summary
     lead_in = extra if payload["chunk_type"] != ChunkType.TEXT.value else ""
-    doc.add_text(ch.F_CONTENT, content + "\n" + extra)
+    doc.add_text(ch.F_CONTENT, ch.with_variants(content + "\n" + extra))
     doc.add_text(ch.F_PATH, paths)
-    doc.add_text(ch.F_TERM, content + "\n" + lead_in + "\n" + paths)
+    doc.add_text(ch.F_TERM, ch.with_variants(content + "\n" + lead_in + "\n" + paths))
     doc.add_bytes(ch.F_STORED, ch.encode_stored(payload))
     for field_name, key in (
         (ch.F_DOCUMENT_TYPE, "document_type"),
@@ -317,6 +325,7 @@ def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, A
     return {
         "document_id": record.document_id,
         "source_file_name": record.source_file_name,
+        "document_title": manifest.title,
         "section_path": list(occ.hierarchy_path),
         "section_id": occ.section_id,
         "pages": list(occ.page_nums),

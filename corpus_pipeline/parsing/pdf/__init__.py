@@ -28,11 +28,17 @@ from corpus_pipeline.parsing.pdf.headings import (
     Stats,
     assign_levels,
     classify,
+    contents_page,
+    demote_contents,
+    demote_empty,
     demote_lists,
+    demote_running,
     join_lines,
     match_toc,
     merge_wrapped,
     norm,
+    scheme_level,
+    side_by_side,
     style_stats,
     toc_reliable,
 )
@@ -139,8 +145,10 @@ class _Reader:
         self.chars = 0
         self.cut_at: int | None = None
         self.tiers: list[tuple[float, bool]] = []
+        self.scheme_floor = 0
         self.repeated: set[str] = set()
         self.seen_xrefs: set[int] = set()
+        self.cuts: dict[int, list[float]] = {}  # column gutters per page (reading order)
         self.toc = [e for e in pdf.toc if 1 <= e.page <= doc.page_count]
         self.sampled_tables = {f.page: f.table_likely for f in pdf.pages}
         self.toc_trusted = False
@@ -346,6 +354,7 @@ class _Reader:
                 p.in_figure.add(b.index)
             blocks.append(b)
         cuts = gutters(blocks, p.width)
+        self.cuts[p.number] = cuts
         items: list[tuple[BBox, object]] = [(b.bbox, b) for b in blocks]
         items += [(_box(t.bbox), t) for t in p.tables]
         items += [(_box(i.bbox), i) for i in p.images]
@@ -401,12 +410,19 @@ class _Reader:
                 p.toc_unmatched = p_entries
         if self.toc_trusted and self.pdf.toc_levels > 1:
             return
+        page_lines = {p.number: [ln for b in p.blocks for ln in b.lines] for p in pages}
+        contents = {p.number for p in pages if contents_page(page_lines[p.number], p.width)}
         for i, seg in enumerate(flat):
             if seg.toc:
                 continue
+            if len(seg.lines) <= 3 and len(seg.text) <= 160:
+                seg.beside = side_by_side(seg, page_lines[seg.page], self.cuts.get(seg.page, []))
             nxt = flat[i + 1] if i + 1 < len(flat) else None
             seg.kind, seg.depth = classify(seg, nxt, stats)
             seg.heading = seg.kind is not None
+            seg.scheme = seg.kind == "numbered" and scheme_level(seg.text) is not None
+        demote_contents([s for s in flat if s.page in contents])
+        demote_running(flat, {p.number: p.height for p in pages})
         demote_lists(flat)
         self._demote_framed(flat)
         merge_wrapped(flat)
@@ -416,7 +432,8 @@ class _Reader:
             for i, seg in enumerate(ambiguous):
                 if i in verdicts:
                     seg.heading = verdicts[i]
-        assign_levels(flat, self.tiers)
+        self.scheme_floor = assign_levels(flat, self.tiers, self.scheme_floor)
+        demote_empty(flat)
         if self.toc_trusted:  # a chapter-only outline: layout headings sit below it
             for seg in flat:
                 if seg.heading and not seg.toc and seg.level is not None:

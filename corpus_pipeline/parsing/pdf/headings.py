@@ -8,6 +8,7 @@ style, so a bold heading line on top of its paragraph is judged on its own.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import re
 import unicodedata
@@ -31,11 +32,35 @@ _CHAPTER = re.compile(
     r"anhang|annexe|annex|ap[eé]ndice)\s+([0-9]+|[A-Z]|[IVXLC]+)\b|^第\s*[0-9一二三四五六七八九十百]+\s*[章節部篇]",
     re.I,
 )
+# Numbering schemes of reports and filings, each with the level it names: a filing's PART holds
+# its Items and Item 1 its Notes; chapters, parts, annexes and appendices open top-level
+# divisions; "Section 3.2" is as deep as its number.
+_SCHEMES: tuple[tuple[re.Pattern[str], int | None], ...] = (
+    (_CHAPTER, 1),
+    (re.compile(r"^item\s+\d{1,2}[A-Z]?\s*[.:–—-]", re.I), 2),
+    (re.compile(r"^note\s+\d{1,3}\s*[.:–—-]", re.I), 3),
+    (re.compile(r"^section\s+(\d{1,3}(?:\.\d{1,3}){0,4})\b", re.I), None),
+)
+# A line that is nothing but a scheme's label ("PART I.", "Item 1A.", "Note 7 –"): the title
+# often sits beside it on the same baseline.
+_LABEL_ONLY = re.compile(
+    r"^(?:part|item|note|section|chapter|annex|appendix)\s+[0-9IVXLC]{1,4}[A-Z]?(?:\.\d+)*"
+    r"\s*[.:–—-]?$|^\d{1,3}(?:\.\d{1,3}){0,5}\.?$",
+    re.I,
+)
 BULLET = re.compile(r"^\s*[•◦▪▫‣⁃●○■□➢►▶✓✔∙·]")
 # A web address on its own line (a publisher's site on a cover or in a footer) is not a section.
 WEB_ADDRESS = re.compile(
     r"^(?:https?://\S+|www\.\S+|(?:[\w-]+\.)+(?:com|org|net|edu|gov|int|io|info|biz|co|eu|de|uk|fr)(?:/\S*)?)$",
     re.IGNORECASE,
+)
+# A date on its own ("July 1, 2023", "30 June 2022", "2023-07-01") labels a column or a cover,
+# never a section.
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+DATE_ONLY = re.compile(
+    rf"^(?:{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\.?\s+{_MONTH}\s+\d{{4}}|"
+    rf"{_MONTH}\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}/\d{{2,4}})$",
+    re.I,
 )
 CAPTION = re.compile(
     r"^\s*(?:figure|fig\.|abbildung|abb\.|image|chart|graph|table|tab\.|tabelle|tableau)\s*"
@@ -55,6 +80,8 @@ class Segment:
     gap_above: float
     first_in_block: bool = True
     after_object: bool = False  # a table or image precedes it in reading order
+    beside: bool = False  # other text shares its baseline: a table row, not a heading
+    scheme: bool = False  # numbered by a report/filing scheme (PART, Item, Note, Chapter …)
     kind: Kind | None = None
     depth: int | None = None
     level: int | None = None
@@ -116,10 +143,22 @@ def join_lines(lines: list[str]) -> str:
     return out
 
 
+def scheme_level(text: str) -> int | None:
+    """Level named by a report/filing numbering scheme ("PART II" → 1, "Item 1A." → 2,
+    "Note 7 –" → 3, "Section 3.2" → 2, "Chapter 4"/"Annex B" → 1), else None."""
+    for pattern, level in _SCHEMES:
+        m = pattern.match(text)
+        if m:
+            return level if level is not None else m.group(1).count(".") + 1
+    return None
+
+
 def numbering_depth(text: str) -> int | None:
-    """Depth of a leading section number (`1.2.3 Title` → 3, `A. Title` → 1), chapter → 1."""
-    if _CHAPTER.match(text):
-        return 1
+    """Depth of a leading section number (`1.2.3 Title` → 3, `A. Title` → 1), a scheme's
+    level (see `scheme_level`)."""
+    level = scheme_level(text)
+    if level is not None:
+        return level
     m = _NUMBERED.match(text)
     if not m:
         return None
@@ -171,7 +210,7 @@ def classify(seg: Segment, nxt: Segment | None, stats: Stats) -> tuple[Kind | No
     words = len(text.split())
     letters = sum(ch.isalpha() for ch in text)
     ratio = seg.size / stats.body_size
-    if n == 0 or n > 160 or len(seg.lines) > 3 or words > 20:
+    if n == 0 or n > 160 or len(seg.lines) > 3 or words > 20 or seg.beside:
         return None, None
     if letters == 0:
         # A bare chapter number set large ("1" above the chapter title).
@@ -180,7 +219,7 @@ def classify(seg: Segment, nxt: Segment | None, stats: Stats) -> tuple[Kind | No
         return None, None
     if letters < 2 or CAPTION.match(text) or text[-1] in ",;" or text.endswith("-"):
         return None, None
-    if BULLET.match(text) or WEB_ADDRESS.match(text):
+    if BULLET.match(text) or WEB_ADDRESS.match(text) or DATE_ONLY.match(text):
         return None, None
     if nxt is not None and nxt.block == seg.block and nxt.text[:1].islower():
         return None, None  # the run continues mid-sentence: emphasis, not a heading
@@ -214,12 +253,123 @@ def classify(seg: Segment, nxt: Segment | None, stats: Stats) -> tuple[Kind | No
     return None, None
 
 
+def side_by_side(seg: Segment, page_lines: list[Line], cuts: list[float]) -> bool:
+    """True when a segment reads as a table row or a contents line: its own lines sit side by
+    side on one baseline ("Three Months Ended   Nine Months Ended"), unless one is only a
+    number label ("PART I." + "FINANCIAL INFORMATION", "Introduction" + "1"); or other text of the same column
+    shares its baseline (a page number, a neighbouring cell; a section number before its
+    title does not count)."""
+    own = {id(ln) for ln in seg.lines}
+    for a, b in itertools.pairwise(seg.lines):
+        label = _LABEL_ONLY.match(a.text.strip()) or _LABEL_ONLY.match(b.text.strip())
+        if _same_baseline(a, b) and not label:
+            return True
+    for ln in seg.lines:
+        for other in page_lines:
+            if id(other) in own or not other.text.strip() or not _same_baseline(ln, other):
+                continue
+            if other.bbox[2] <= ln.bbox[0] + 1.0 and _LABEL_ONLY.match(other.text.strip()):
+                continue  # the section number set apart before its title
+            lo, hi = sorted((ln.bbox[0], other.bbox[0]))
+            if not any(lo < cut < hi for cut in cuts):
+                return True
+    return False
+
+
+def _same_baseline(a: Line, b: Line) -> bool:
+    """Vertically overlapping by more than half of the lower line, side by side."""
+    overlap = min(a.bbox[3], b.bbox[3]) - max(a.bbox[1], b.bbox[1])
+    height = min(a.bbox[3] - a.bbox[1], b.bbox[3] - b.bbox[1])
+    apart = a.bbox[2] <= b.bbox[0] + 1.0 or b.bbox[2] <= a.bbox[0] + 1.0
+    return height > 0 and overlap > 0.5 * height and apart
+
+
+_PAGE_NUMBER = re.compile(r"^(?:\d{1,4}|[ivxlc]{1,6}|[A-Z]-\d{1,3})$", re.I)
+_CONTENTS_TITLE = re.compile(
+    r"^(?:table\s+of\s+)?contents$|^index$|^inhalt(?:sverzeichnis)?$", re.I
+)
+
+
+def contents_page(page_lines: list[Line], width: float) -> bool:
+    """A contents page: four or more entries, each a line of words ending in a page number at
+    the right margin (nothing else on that baseline but an optional label such as "Item 1."),
+    with the page numbers rising down the page. A table's rows end in figures too, but carry
+    several of them per row and in no order."""
+    pages: list[tuple[float, int]] = []
+    for num in page_lines:
+        text = num.text.strip()
+        if not _PAGE_NUMBER.match(text) or not text.isdigit() or num.bbox[0] < 0.6 * width:
+            continue
+        row = [o for o in page_lines if o is not num and _same_baseline(o, num)]
+        if not 1 <= len(row) <= 2 or any(o.bbox[0] > num.bbox[0] for o in row):
+            continue
+        words = " ".join(o.text for o in row if not _LABEL_ONLY.match(o.text.strip())).split()
+        if sum(any(ch.isalpha() for ch in w) for w in words) < 2:
+            continue
+        if any(w.replace(",", "").replace(".", "").isdigit() for w in words[1:]):
+            continue
+        pages.append((num.bbox[1], int(text)))
+    numbers = [n for _, n in sorted(pages)]
+    rising = sum(1 for a, b in itertools.pairwise(numbers) if b >= a)
+    return len(numbers) >= 4 and rising >= 0.8 * (len(numbers) - 1)
+
+
+def demote_contents(segments: list[Segment]) -> None:
+    """On a contents page only its title is a heading; the entries point at the real ones."""
+    for seg in segments:
+        if seg.heading and not seg.toc and not _CONTENTS_TITLE.match(seg.text.strip()):
+            seg.heading = False
+            seg.kind = None
+
+
+def demote_running(segments: list[Segment], page_height: dict[int, float]) -> None:
+    """A candidate text that recurs on three or more pages, mostly in the top or bottom band,
+    is a running header or footer (a company name, a report title), never a section."""
+    places: dict[str, list[Segment]] = {}
+    for seg in segments:
+        if seg.heading and not seg.toc and not seg.scheme:
+            places.setdefault(norm(seg.text), []).append(seg)
+    for group in places.values():
+        if len({s.page for s in group}) < 3:
+            continue
+        banded = sum(
+            1
+            for s in group
+            if s.bbox[1] < 0.12 * page_height.get(s.page, 792.0)
+            or s.bbox[3] > 0.88 * page_height.get(s.page, 792.0)
+        )
+        if banded * 2 >= len(group):
+            for seg in group:
+                seg.heading = False
+                seg.kind = None
+
+
+def demote_empty(segments: list[Segment]) -> None:
+    """A heading followed straight by one of a higher level, with no text of its own between
+    (the lines of a cover above the document's first part), opens no section: it is read as
+    text of the section it sits in. Equal levels are left alone: a parent whose children were
+    set in its own style looks the same."""
+    heads = [i for i, s in enumerate(segments) if s.heading and s.level is not None and not s.toc]
+    for a, b in itertools.pairwise(heads):
+        cur, nxt = segments[a], segments[b]
+        if cur.scheme:
+            continue
+        between = segments[a + 1 : b]
+        if all(s.absorbed or not s.text.strip() for s in between) and (
+            nxt.level is not None and cur.level is not None and nxt.level < cur.level
+        ):
+            cur.heading = False
+            cur.kind = None
+            cur.level = None
+
+
 def demote_lists(segments: list[Segment]) -> None:
     """Three or more same-style candidates in a row with no text between are a list (or a
-    contents page), not a heading sequence."""
+    contents page), not a heading sequence. Scheme-numbered headings ("Item 2.", "Note 3 –")
+    are strong evidence on their own and never part of such a run."""
     i = 0
     while i < len(segments):
-        if not segments[i].heading or segments[i].toc:
+        if not segments[i].heading or segments[i].toc or segments[i].scheme:
             i += 1
             continue
         j = i
@@ -228,6 +378,7 @@ def demote_lists(segments: list[Segment]) -> None:
             j + 1 < len(segments)
             and (segments[j + 1].heading or BULLET.match(segments[j + 1].text))
             and not segments[j + 1].toc
+            and not segments[j + 1].scheme
             and not segments[j + 1].after_object
             and (
                 segments[j + 1].style[:3] == first.style[:3]
@@ -242,9 +393,12 @@ def demote_lists(segments: list[Segment]) -> None:
         i = j + 1
 
 
-def assign_levels(segments: list[Segment], tiers: list[tuple[float, bool]]) -> None:
-    """Levels for rule-based headings: numbering depth, else rank of the size among the
-    heading styles seen (largest first), at most 4 levels. `tiers` persists across ranges."""
+def assign_levels(segments: list[Segment], tiers: list[tuple[float, bool]], floor: int = 0) -> int:
+    """Levels for rule-based headings: a scheme's level or the numbering depth first; font
+    clustering (rank of the size among the heading styles seen, largest first, at most 4)
+    places the rest, never above the scheme heading that holds them ("Cash Equivalents" under
+    "Note 3 –" sits below it). `tiers` and the returned `floor` (level of the last scheme
+    heading) persist across ranges."""
     for seg in segments:
         if seg.heading and not seg.toc and not (seg.kind == "numbered" and seg.depth):
             key = _tier(seg)
@@ -256,8 +410,11 @@ def assign_levels(segments: list[Segment], tiers: list[tuple[float, bool]]) -> N
             continue
         if seg.kind == "numbered" and seg.depth:
             seg.level = min(seg.depth, 4)
+            if seg.scheme:
+                floor = seg.level
         else:
-            seg.level = min(tiers.index(_tier(seg)) + 1, 4)
+            seg.level = max(min(tiers.index(_tier(seg)) + 1, 4), floor + 1)
+    return floor
 
 
 def _tier(seg: Segment) -> tuple[float, bool]:

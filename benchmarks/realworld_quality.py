@@ -1,0 +1,374 @@
+"""Retrieval on real long documents, page-exact, next to naive BM25 in the same run.
+
+All 117 PDFs of `../shared/realworld/docs` go into ONE namespace through `corpus ingest`
+(`benchmarks.user_path.ingest_folder`: Dagster assets and their contract checks, one published
+revision); a document that fails stays in the question set, its questions are misses. The 199
+questions then go to the query service over HTTP (`POST /v1/search`) as an agent sends them:
+classic (top 10) and agentic (8k token budget). Agentic results are scored in the order the
+agent reads them: the chunks in `evidence_text` order (document by document, sections in
+document order), then the fallback results it was pointed to. Scoring is the set's own
+`score_pages.py` (page-hit@1/5/10, MRR@10, doc-hit@10; overall, per doc_type, per evidence kind).
+
+Beside it, in the same run:
+- the naive floor: PyMuPDF plain text per document, 1,000-character windows with 200 overlap,
+  textbook Okapi BM25 (k1 1.5, b 0.75), top 10 (each window cites the pages it covers);
+- the channel study: classic with content only, each channel alone, and the fused default.
+
+Writes benchmarks/results/realworld_quality.json and prints the tables.
+Run: `python -m benchmarks.realworld_quality [--home DIR [--reuse]]` (`--reuse` searches an
+already ingested home without ingesting again; the headline comes from a full run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import importlib.util
+import json
+import math
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow.parquet as pq
+import pymupdf
+
+from benchmarks.search_quality import post_search, search_client, write_jsonl
+from benchmarks.user_path import ingest_folder
+from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse
+from corpus_pipeline.contracts.search import DEFAULT_WEIGHTS
+
+REPO = Path(__file__).resolve().parent.parent
+REALWORLD = REPO.parent / "shared" / "realworld"
+NAMESPACE = "realworld"
+TOP_K = 10
+AGENTIC_BUDGET = 8000
+WINDOW_CHARS = 1000
+WINDOW_OVERLAP = 200
+BM25_K1 = 1.5
+BM25_B = 0.75
+CHANNEL_STUDY: dict[str, dict[str, float] | None] = {
+    "fused (default)": None,
+    "content only": {"content": 1.0},
+    "path only": {"path": 1.0},
+    "term only": {"term": 1.0},
+    "content + term": {"content": DEFAULT_WEIGHTS["content"], "term": DEFAULT_WEIGHTS["term"]},
+}
+METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "doc@10")
+_CHUNK_MARK = re.compile(r"\[chunk ([0-9a-f]+)(?:, pages [0-9,]+)?\]")
+
+Row = dict[str, Any]
+_mupdf: Any = pymupdf  # only partly annotated
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def load_questions(root: Path) -> list[Row]:
+    lines = (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def scorer(root: Path) -> Any:
+    """The set's own `score_pages.py`, imported (stdlib only)."""
+    spec = importlib.util.spec_from_file_location("score_pages", root / "score_pages.py")
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {root / 'score_pages.py'}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def score(root: Path, lines: list[Row], work: Path, name: str) -> dict[str, Row]:
+    path = work / f"{name}.jsonl"
+    write_jsonl(path, lines)
+    result: dict[str, Row] = scorer(root).score(str(path), str(root / "questions.jsonl"))
+    return result
+
+
+# -- the system, as an agent calls it -----------------------------------------------------------
+
+
+def result_line(r: Row) -> Row:
+    return {
+        "source_file_name": r["source_file_name"],
+        "pages": r["pages"],
+        "section_path": r["section_path"],
+        "chunk_id": r["chunk_id"],
+    }
+
+
+def classic(
+    client: httpx.Client, questions: Sequence[Row], weights: dict[str, float] | None = None
+) -> tuple[list[Row], list[float]]:
+    lines, took = [], []
+    for q in questions:
+        body: Row = {"query": q["question"], "top_k": TOP_K, "namespace": NAMESPACE}
+        if weights is not None:
+            body["weights"] = weights
+        started = time.perf_counter()
+        payload = post_search(client, body)
+        took.append((time.perf_counter() - started) * 1000)
+        lines.append({"id": q["id"], "results": [result_line(r) for r in payload["results"]]})
+    return lines, took
+
+
+def reading_order(response: AgenticResponse) -> list[Row]:
+    """The chunks as the agent reads them: in `evidence_text` order, then the fallback."""
+    by_id = {r.chunk_id: r for r in response.results}
+    order: list[str] = []
+    for match in _CHUNK_MARK.finditer(response.evidence_text):
+        if match.group(1) in by_id and match.group(1) not in order:
+            order.append(match.group(1))
+    order += [cid for cid in by_id if cid not in order]  # never dropped, even if unmarked
+    read = [by_id[cid] for cid in order] + list(response.fallback_results)
+    return [result_line(r.model_dump(mode="json")) for r in read]
+
+
+def agentic(client: httpx.Client, questions: Sequence[Row]) -> tuple[list[Row], list[float]]:
+    lines, took = [], []
+    for q in questions:
+        request = AgenticRequest(
+            mode="agentic", query=q["question"], namespace=NAMESPACE, token_budget=AGENTIC_BUDGET
+        )
+        started = time.perf_counter()
+        payload = post_search(client, request.model_dump(mode="json"))
+        took.append((time.perf_counter() - started) * 1000)
+        response = AgenticResponse.model_validate(payload)
+        lines.append({"id": q["id"], "results": reading_order(response)})
+    return lines, took
+
+
+# -- the naive floor ------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+def tokens(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def page_windows(pdf: Path) -> list[tuple[str, list[int]]]:
+    """1,000-character windows (200 overlap) of the plain text, each with the pages it spans."""
+    texts, starts = [], []
+    offset = 0
+    with _mupdf.open(pdf) as doc:
+        for page in doc:
+            text = page.get_text()
+            texts.append(text)
+            starts.append(offset)
+            offset += len(text)
+    full = "".join(texts)
+    out = []
+    step = WINDOW_CHARS - WINDOW_OVERLAP
+    for start in range(0, max(len(full) - WINDOW_OVERLAP, 1), step):
+        end = min(start + WINDOW_CHARS, len(full))
+        pages = [i + 1 for i, s in enumerate(starts) if s < end and s + len(texts[i]) > start]
+        out.append((full[start:end], pages))
+    return out
+
+
+class NaiveBM25:
+    """Textbook Okapi BM25 over windows (k1 1.5, b 0.75)."""
+
+    def __init__(self, windows: list[tuple[str, str, list[int]]]) -> None:
+        self.meta = [(doc, pages) for doc, _, pages in windows]
+        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.lengths = []
+        for i, (_, text, _) in enumerate(windows):
+            counts = Counter(tokens(text))
+            self.lengths.append(sum(counts.values()))
+            for term, tf in counts.items():
+                self.postings[term].append((i, tf))
+        self.avg = statistics.fmean(self.lengths) if self.lengths else 1.0
+
+    def search(self, query: str, k: int = TOP_K) -> list[int]:
+        n = len(self.lengths)
+        scores: dict[int, float] = defaultdict(float)
+        for term in set(tokens(query)):
+            posting = self.postings.get(term, [])
+            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            for i, tf in posting:
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * self.lengths[i] / self.avg)
+                scores[i] += idf * tf * (BM25_K1 + 1) / (tf + norm)
+        return [i for i, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
+
+
+def naive(docs: Path, questions: Sequence[Row]) -> list[Row]:
+    _mupdf.TOOLS.mupdf_display_errors(False)  # a damaged file's repairs are not the subject
+    windows = [
+        (pdf.name, text, pages)
+        for pdf in sorted(docs.glob("*.pdf"))
+        for text, pages in page_windows(pdf)
+    ]
+    index = NaiveBM25(windows)
+    lines = []
+    for q in questions:
+        hits = index.search(q["question"])
+        results = [{"source_file_name": index.meta[i][0], "pages": index.meta[i][1]} for i in hits]
+        lines.append({"id": q["id"], "results": results})
+    return lines
+
+
+# -- heading statistics ------------------------------------------------------------------------
+
+_HEADER_CELL = re.compile(r"<th[^>]*>(.*?)</th>", re.S)
+
+
+def _norm(text: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<br>", " ", text)).split()).casefold()
+
+
+def heading_stats(directory: Path) -> Row:
+    """One document's headings as published: how many, how deep, and the share that are table
+    header cells (the text of a header cell or a whole header row of one of its tables; body
+    cells are left out, a row label "Gross margin" is often also a section's title) or that
+    repeat more than twice (running headers, column headers over and over): both should be
+    near zero."""
+    table = pq.read_table(
+        directory / "parsed.parquet", columns=["row_type", "text", "hierarchy_path"]
+    ).to_pylist()
+    heads = [_norm(r["text"]) for r in table if r["row_type"] == "heading" and r["text"].strip()]
+    cells: set[str] = set()
+    for path in sorted((directory / "tables").glob("*.html")):
+        markup = path.read_text(encoding="utf-8")
+        for row in re.findall(r"<tr>(.*?)</tr>", markup, re.S):
+            texts = [_norm(c) for c in _HEADER_CELL.findall(row)]
+            cells.update(t for t in texts if t)
+            cells.add(" ".join(t for t in texts if t))
+    counts = Counter(heads)
+    n = len(heads)
+    return {
+        "headings": n,
+        "depth": max((len(r["hierarchy_path"]) for r in table), default=0),
+        "table_cell_share": round(sum(1 for h in heads if h in cells) / n, 3) if n else 0.0,
+        "repeated_share": round(sum(1 for h in heads if counts[h] > 2) / n, 3) if n else 0.0,
+    }
+
+
+def structure(home: Path) -> Row:
+    """`heading_stats` per ingested document (by file name) and their means."""
+    per_doc: dict[str, Row] = {}
+    for manifest in sorted((home / "artifacts").glob("*/manifest.json")):
+        name = json.loads(manifest.read_text(encoding="utf-8"))["source_file_name"]
+        per_doc[name] = heading_stats(manifest.parent)
+    keys = ("headings", "depth", "table_cell_share", "repeated_share")
+    mean = {
+        k: round(statistics.fmean(d[k] for d in per_doc.values()), 3) if per_doc else 0.0
+        for k in keys
+    }
+    return {"mean": mean, "per_document": per_doc}
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1) if ordered else 0.0
+
+
+def table(systems: dict[str, dict[str, Row]], groups: Sequence[str]) -> list[str]:
+    head = f"{'group':<44}{'system':<18}{'n':>4}" + "".join(f"{m:>8}" for m in METRICS)
+    out = [head]
+    for group in groups:
+        for name, scores in systems.items():
+            m = scores.get(group)
+            if m is None:
+                continue
+            cells = "".join(f"{m[k]:>8.3f}" for k in METRICS)
+            out.append(f"{group:<44}{name:<18}{m['n']:>4}{cells}")
+    return out
+
+
+def run(home: Path, reuse: bool, root: Path) -> Row:
+    questions = load_questions(root)
+    docs = root / "docs"
+    work = Path(tempfile.mkdtemp(prefix="realworld-quality-"))
+    started = time.perf_counter()
+    failed: dict[str, str] = {}
+    ingest_seconds = None
+    if not reuse:
+        log(f"ingesting {len(list(docs.glob('*.pdf')))} documents into {home} …")
+        ingested = ingest_folder(
+            docs,
+            home,
+            namespace=NAMESPACE,
+            on_progress=lambda r: log(f"  {r.status:<6} {r.seconds:6.1f}s {r.source_file_name}"),
+        )
+        failed = ingested.failed
+        ingest_seconds = round(time.perf_counter() - started, 1)
+    log("naive BM25 floor …")
+    floor = naive(docs, questions)
+    systems: dict[str, list[Row]] = {"naive BM25": floor}
+    latency: dict[str, Row] = {}
+    channels: dict[str, dict[str, Row]] = {}
+    with search_client(home, NAMESPACE) as client:
+        log("classic …")
+        systems["classic"], took = classic(client, questions)
+        latency["classic"] = {"p50_ms": percentile(took, 0.5), "p95_ms": percentile(took, 0.95)}
+        log("agentic …")
+        systems["agentic 8k"], took = agentic(client, questions)
+        latency["agentic 8k"] = {"p50_ms": percentile(took, 0.5), "p95_ms": percentile(took, 0.95)}
+        for name, weights in CHANNEL_STUDY.items():
+            lines = (
+                systems["classic"] if weights is None else classic(client, questions, weights)[0]
+            )
+            channels[name] = score(root, lines, work, f"channel-{len(channels)}")["all"]
+    scores = {
+        name: score(root, lines, work, name.replace(" ", "_")) for name, lines in systems.items()
+    }
+    groups = sorted({g for s in scores.values() for g in s}, key=lambda g: (g != "all", g))
+    return {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "documents": len(list(docs.glob("*.pdf"))),
+        "questions": len(questions),
+        "ingested": "reused" if reuse else "fresh",
+        "ingest_seconds": ingest_seconds,
+        "failed_documents": failed,
+        "scores": scores,
+        "groups": groups,
+        "channel_study": channels,
+        "structure": structure(home),
+        "latency": latency,
+        "per_question": {
+            name: {line["id"]: line["results"][:TOP_K] for line in lines}
+            for name, lines in systems.items()
+            if name != "naive BM25"
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--home", type=Path, default=None, help="CORPUS_HOME to ingest into")
+    parser.add_argument("--reuse", action="store_true", help="search --home without ingesting")
+    parser.add_argument("--set", type=Path, default=REALWORLD, dest="root")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+    if args.reuse and args.home is None:
+        parser.error("--reuse needs --home")
+    home = args.home or Path(tempfile.mkdtemp(prefix="realworld-home-"))
+    result = run(home, args.reuse, args.root)
+    print("\n".join(table(result["scores"], result["groups"])))
+    print("\nchannel study (classic, all 199 questions):")
+    print("\n".join(table({k: {"all": v} for k, v in result["channel_study"].items()}, ["all"])))
+    print(f"\nheadings per document (mean): {result['structure']['mean']}")
+    print(f"latency: {result['latency']}")
+    if result["failed_documents"]:
+        print(f"failed documents: {result['failed_documents']}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "realworld_quality.json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
