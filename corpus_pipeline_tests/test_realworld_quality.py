@@ -1,0 +1,97 @@
+"""The pieces of `benchmarks.realworld_quality` that decide its numbers: the naive floor's
+windows and ranking, the agent's reading order, and the heading statistics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pymupdf
+
+from benchmarks.realworld_quality import NaiveBM25, heading_stats, page_windows, reading_order
+from corpus_pipeline.contracts.agentic import AgenticResponse, AgenticResult
+
+mu: Any = pymupdf
+
+
+def test_windows_are_1000_characters_with_200_overlap_and_cite_their_pages(tmp_path: Path) -> None:
+    doc: Any = mu.open()
+    for word in ("alpha", "beta"):
+        page = doc.new_page()
+        for line in range(60):
+            page.insert_text((50, 50 + 12 * line), f"{word} " * 12, fontsize=8)
+    doc.save(tmp_path / "two.pdf")
+    windows = page_windows(tmp_path / "two.pdf")
+    assert all(len(text) <= 1000 for text, _ in windows)
+    assert windows[0][0][800:1000] == windows[1][0][:200]
+    assert windows[0][1] == [1]
+    assert [1, 2] in [pages for _, pages in windows]
+    assert windows[-1][1] == [2]
+
+
+def test_naive_bm25_ranks_the_window_with_the_rare_term_first() -> None:
+    index = NaiveBM25(
+        [
+            ("a.pdf", "revenue grew in the quarter", [1]),
+            ("a.pdf", "the quarter had iPhone revenue of 39,669", [2]),
+            ("b.pdf", "nothing to see here", [1]),
+        ]
+    )
+    assert index.search("iPhone revenue", 2) == [1, 0]
+
+
+def _result(chunk_id: str, name: str) -> dict[str, Any]:
+    return {
+        "content": chunk_id,
+        "chunk_type": "text",
+        "document_id": name,
+        "chunk_id": chunk_id,
+        "source_file_name": f"{name}.pdf",
+        "section_path": [],
+        "pages": [1],
+        "agent_score": 1.0,
+        "discovery_score": 1.0,
+        "step_id": "s1",
+    }
+
+
+def test_agentic_results_are_read_in_evidence_order_then_fallback() -> None:
+    response = AgenticResponse.model_construct(
+        evidence_text="# b.pdf\nx\n[chunk bb, pages 1]\n\n# a.pdf\ny\n[chunk aa, pages 1]",
+        results=[
+            AgenticResult.model_validate(_result(c, n)) for c, n in (("aa", "a"), ("bb", "b"))
+        ],
+        fallback_results=[AgenticResult.model_validate(_result("cc", "c"))],
+    )
+    assert [r["chunk_id"] for r in reading_order(response)] == ["bb", "aa", "cc"]
+
+
+def test_heading_stats_count_header_cells_and_repeats(tmp_path: Path) -> None:
+    rows = [
+        ("heading", "Revenue", ["Revenue"]),
+        ("heading", "Three Months Ended", ["Revenue", "Three Months Ended"]),
+        ("paragraph", "text", ["Revenue", "Three Months Ended"]),
+        *[("heading", "ACME Corp.", ["ACME Corp."])] * 3,
+    ]
+    table = pa.table(
+        {
+            "row_type": [r[0] for r in rows],
+            "text": [r[1] for r in rows],
+            "hierarchy_path": [r[2] for r in rows],
+        }
+    )
+    pq.write_table(table, tmp_path / "parsed.parquet")
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "t.html").write_text(
+        "<table><thead><tr><th>Three Months Ended</th></tr></thead>"
+        "<tbody><tr><td>Revenue</td><td>1</td></tr></tbody></table>"
+    )
+    stats = heading_stats(tmp_path)
+    assert stats == {
+        "headings": 5,
+        "depth": 2,
+        "table_cell_share": 0.2,  # a body cell "Revenue" is no header cell
+        "repeated_share": 0.6,
+    }
