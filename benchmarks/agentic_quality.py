@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import importlib.util
 import json
 import os
 import pstats
@@ -48,7 +47,7 @@ from benchmarks import search_latency as lat
 from benchmarks import search_quality as sq
 from benchmarks import synthetic as syn
 from benchmarks.structure_quality import corpus_passwords
-from benchmarks.user_path import NAMESPACE, ingest_folder
+from benchmarks.user_path import NAMESPACE, ingest_folder, load_script
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, AgenticResult
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.publish import tables as pt
@@ -95,12 +94,7 @@ def log(message: str) -> None:
 
 def load_scorer(corpus: Path) -> Any:
     """The corpus's score_search module (for `norm` and `same_doc`, exactly as it scores)."""
-    spec = importlib.util.spec_from_file_location("score_search", corpus / "score_search.py")
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {corpus / 'score_search.py'}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(corpus / "score_search.py")
 
 
 def as_line(result: AgenticResult) -> Row:

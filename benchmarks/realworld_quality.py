@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import html
-import importlib.util
 import json
 import math
 import re
@@ -42,7 +41,7 @@ import pyarrow.parquet as pq
 import pymupdf
 
 from benchmarks.search_quality import post_search, search_client, write_jsonl
-from benchmarks.user_path import ingest_folder
+from benchmarks.user_path import ingest_folder, load_script
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse
 from corpus_pipeline.contracts.search import DEFAULT_WEIGHTS
 
@@ -80,12 +79,7 @@ def load_questions(root: Path) -> list[Row]:
 
 def scorer(root: Path) -> Any:
     """The set's own `score_pages.py`, imported (stdlib only)."""
-    spec = importlib.util.spec_from_file_location("score_pages", root / "score_pages.py")
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {root / 'score_pages.py'}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(root / "score_pages.py")
 
 
 def score(root: Path, lines: list[Row], work: Path, name: str) -> dict[str, Row]:

@@ -5,9 +5,11 @@ subject, never a smaller denominator."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from corpus_pipeline.ingest import (
     IngestResult,
@@ -72,3 +74,14 @@ def ingest_folder(
         else None
     )
     return Ingested(settings, namespace, results, published)
+
+
+def load_script(path: Path) -> ModuleType:
+    """A shared set's own scorer script (`score_search.py`, `score_pages.py`), imported as a
+    module so a benchmark scores exactly as the set does."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -58,7 +58,8 @@ def _result(chunk_id: str, name: str) -> dict[str, Any]:
 
 
 def test_agentic_results_are_read_in_evidence_order_then_fallback() -> None:
-    response = AgenticResponse.model_construct(
+    construct: Any = AgenticResponse.model_construct  # only the fields reading_order reads
+    response = construct(
         evidence_text="# b.pdf\nx\n[chunk bb, pages 1]\n\n# a.pdf\ny\n[chunk aa, pages 1]",
         results=[
             AgenticResult.model_validate(_result(c, n)) for c, n in (("aa", "a"), ("bb", "b"))
