@@ -471,9 +471,13 @@ class _Reader:
             page_segs = [s for s in flat if s.page == number]
             for frame in frames:
                 inside = [s for s in cands if _inside(s.bbox, frame)]
+                # Labels set side by side are no candidates themselves, but still labels.
+                labels = len(inside) + sum(
+                    1 for s in page_segs if s.beside and _inside(s.bbox, frame)
+                )
                 lines = sum(len(s.lines) for s in page_segs if _inside(s.bbox, frame))
                 # A boxed sidebar has headings over paragraphs; a diagram is mostly labels.
-                if len(inside) >= 3 and len(inside) * 10 >= lines * 3:
+                if len(inside) >= 3 and labels * 10 >= lines * 3:
                     for seg in inside:
                         seg.heading = False
                         seg.kind = None
