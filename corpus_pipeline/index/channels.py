@@ -49,6 +49,10 @@ CHANNEL_ANALYZERS = {"content": STEM_ANALYZER, "path": STEM_ANALYZER, "term": TE
 _IDENTIFIER = re.compile(r"[^\W_]+(?:[,.\-/'’][^\W_]+)*")
 _GROUPED_NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _LETTER_DIGIT = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
+_LIST_COMMA = re.compile(r",(?!\d{3}\b)")  # "a,b" (a list) is two tokens; "8,362" is one
+_JOINER = re.compile(r"[-/]")
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 def variants(token: str) -> list[str]:
@@ -59,9 +63,9 @@ def variants(token: str) -> list[str]:
     if _GROUPED_NUMBER.match(token):
         out.append(token.replace(",", ""))
     else:
-        for part in re.split(r",(?!\d{3}\b)", token):  # "a,b" (a list) is two tokens
-            if re.search(r"[-/]", part) and re.search(r"\d", part) and re.search(r"[^\W\d_]", part):
-                out.append(re.sub(r"[-/]", "", part))
+        for part in _LIST_COMMA.split(token):
+            if _JOINER.search(part) and _DIGIT.search(part) and _LETTER.search(part):
+                out.append(_JOINER.sub("", part))
     if token.isalnum() and not token.isdigit() and not token.isalpha():
         pieces = _LETTER_DIGIT.split(token)
         if len(pieces) > 1 and all(len(p) >= 2 for p in pieces):
