@@ -1,10 +1,14 @@
 """Rows → typed segments (`text`, `image`, `table`) with deterministic content-hash ids.
 
 Text is grouped per section and bounded by a token limit (split at paragraph, then sentence,
-then word boundaries). A section's heading line leads its first chunk (a section holding only its
-heading opens into its first subsection's chunk), so a title is text a reader and a search find,
-and identical paragraphs under different headings start distinct chunks. Tables and images are never split and become their own segments,
-referenced from the text flow by an `embeds` connection at the marker's character span.
+then word boundaries). A section's heading line leads its first chunk, so a title is text a
+reader and a search find, and identical paragraphs under different headings start distinct
+chunks. No text chunk is only a heading or a fragment: a section holding nothing but its heading
+opens into the next section's first chunk, a tiny tail joins the chunk before it in its section,
+and a heading that only introduces tables is carried by those tables. Tables and images are
+never split here and become their own segments (a table chunk opens with its caption, else the
+title of its section, and is indexed with the text that introduces it), referenced from the
+text flow by an `embeds` connection at the marker's character span.
 Markers are planned as edits over the plain text and applied in reverse order (`textedit`).
 """
 
@@ -34,6 +38,8 @@ from corpus_pipeline.textedit import Edit, apply_edits, shift_offset
 
 PARAGRAPH_SEPARATOR = "\n\n"
 _LEAD_IN_WORDS = 80
+# A text group under this many tokens is a fragment, not a chunk: it joins a neighbour.
+MIN_TEXT_TOKENS = 25
 _BODY_TYPES = {RowType.PARAGRAPH, RowType.LIST_ITEM, RowType.TOC, RowType.CAPTION}
 
 
@@ -111,7 +117,7 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
     for row in rows:
         if row.row_type is RowType.HEADING or row.section_ids != ids:
             new_ids = list(row.section_ids)
-            if not _carries_headings(buffer, ids, new_ids):
+            if not _only_headings(buffer):
                 flush()
             path, ids = list(row.hierarchy_path), new_ids
             context = ""
@@ -139,15 +145,11 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
     return ChunkingResult(chunks=chunks, resources=_resource_entries(resources))
 
 
-def _carries_headings(buffer: list[_Piece], ids: list[str], new_ids: list[str]) -> bool:
-    """A section holding nothing but its heading(s) opens into a subsection: its heading lines
-    lead the subsection's first chunk instead of standing alone as a heading-only chunk."""
-    return (
-        bool(buffer)
-        and all(isinstance(p, _TextPiece) and p.heading for p in buffer)
-        and len(new_ids) > len(ids)
-        and new_ids[: len(ids)] == ids
-    )
+def _only_headings(buffer: list[_Piece]) -> bool:
+    """A section holding nothing but its heading(s) opens into the next section: its heading
+    lines lead that section's first chunk (as a reader meets them) instead of standing alone as
+    a heading-only chunk."""
+    return bool(buffer) and all(isinstance(p, _TextPiece) and p.heading for p in buffer)
 
 
 def _heading_piece(row: ParsedRow) -> _TextPiece:
@@ -197,8 +199,14 @@ def _attach_captions(rows: list[ParsedRow]) -> tuple[dict[int, str], set[int]]:
 def _resource_draft(row: ParsedRow, caption: str | None, context: str = "") -> _Draft:
     kind = ChunkType.TABLE if row.row_type is RowType.TABLE else ChunkType.IMAGE
     text = row.text.strip()
-    if caption and caption not in text:
-        text = f"{caption}\n{text}".strip()
+    # A table opens with what names it: its caption, else the title of its section (figures
+    # alone rarely say what they measure). Images keep their own text: they are deduplicated by
+    # what they show, wherever they appear.
+    name = caption or (
+        row.hierarchy_path[-1] if kind is ChunkType.TABLE and row.hierarchy_path else None
+    )
+    if name and not text.startswith(name):
+        text = f"{name}\n{text}".strip()
     if not text and row.resource_path:
         # An image with neither alt text nor caption: its perceptual hash is its content.
         text = f"Image {PurePosixPath(row.resource_path).stem}"
@@ -219,7 +227,9 @@ def _text_drafts(
     pieces: list[_Piece], path: list[str], section_id: str | None, options: ChunkingOptions
 ) -> list[_Draft]:
     drafts: list[_Draft] = []
-    for group in _pack(_split_long(pieces, options), options.max_tokens):
+    for group in _merge_fragments(_pack(_split_long(pieces, options), options.max_tokens)):
+        if _introduces_tables(group):
+            continue
         draft = _assemble(group, path, section_id)
         if draft is not None:
             drafts.append(draft)
@@ -319,6 +329,29 @@ def _pack(pieces: list[_Piece], max_tokens: int) -> list[list[_Piece]]:
     if current:
         groups.append(current)
     return groups
+
+
+def _text_tokens(group: list[_Piece]) -> int:
+    return sum(p.tokens for p in group if isinstance(p, _TextPiece))
+
+
+def _merge_fragments(groups: list[list[_Piece]]) -> list[list[_Piece]]:
+    """A section's last group under MIN_TEXT_TOKENS (the tail of a split: one short sentence, a
+    lone list item) joins the group before it, which may then exceed the limit by that much."""
+    if len(groups) > 1 and _text_tokens(groups[-1]) < MIN_TEXT_TOKENS:
+        return [*groups[:-2], groups[-2] + groups[-1]]
+    return groups
+
+
+def _introduces_tables(group: list[_Piece]) -> bool:
+    """Heading lines followed only by tables: each table opens with its section's title, so a
+    text chunk of the title and the markers would be a heading-only fragment."""
+    embeds = [p for p in group if isinstance(p, _EmbedPiece)]
+    return (
+        bool(embeds)
+        and all(e.kind == ChunkType.TABLE.value for e in embeds)
+        and all(p.heading for p in group if isinstance(p, _TextPiece))
+    )
 
 
 def _assemble(group: list[_Piece], path: list[str], section_id: str | None) -> _Draft | None:

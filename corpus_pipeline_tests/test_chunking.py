@@ -192,8 +192,8 @@ def test_a_section_holding_only_its_heading_opens_into_its_subsection():
             "3 Payment\n\n3.1 Schedule\n\nInvoices are due in 30 days.",
             ["3 Payment", "3.1 Schedule"],
         ),
-        ("4 Term", ["4 Term"]),  # a sibling follows: the bare heading stays in its own section
-        ("5 Law\n\nSwiss law applies.", ["5 Law"]),
+        # A bare heading is never a chunk of its own: it leads the next section's text.
+        ("4 Term\n\n5 Law\n\nSwiss law applies.", ["5 Law"]),
     ]
 
 
@@ -292,7 +292,9 @@ def test_an_uncaptioned_table_is_summarised_by_the_text_leading_up_to_it():
     )
     first, second = [c for c in result.chunks if c.chunk_type is ChunkType.TABLE]
     assert first.metadata.summary == question + " 25. Does the provider have specialised units?"
-    assert second.metadata.summary == "Migrants | *", "a lead-in introduces one resource only"
+    # A lead-in introduces one resource only; the next one is summarised by its name.
+    assert second.metadata.summary == "Survey"
+    assert second.content == "Survey\nMigrants | *"
 
 
 def test_a_table_lead_in_keeps_only_the_last_words_before_the_table():
@@ -305,3 +307,74 @@ def test_a_table_lead_in_keeps_only_the_last_words_before_the_table():
     )
     table = next(c for c in result.chunks if c.chunk_type is ChunkType.TABLE)
     assert table.metadata.summary.split() == [f"w{i}" for i in range(120, 200)]
+
+
+def test_an_uncaptioned_table_opens_with_the_title_of_its_section():
+    result = (
+        Rows()
+        .add(RowType.HEADING, "Gross Margin", heading_level=1)
+        .add(RowType.PARAGRAPH, "The following table shows gross margin by segment.")
+        .add(RowType.TABLE, "Products | 35.4%", resource_path="tables/t.html")
+        .build()
+    )
+    table = next(c for c in result.chunks if c.chunk_type is ChunkType.TABLE)
+    assert table.content == "Gross Margin\nProducts | 35.4%"
+    assert table.metadata.summary == "The following table shows gross margin by segment."
+
+
+def test_a_captioned_table_opens_with_its_caption_not_the_section_title():
+    result = (
+        Rows()
+        .add(RowType.HEADING, "Results", heading_level=1)
+        .add(RowType.CAPTION, "Table 2: Accuracy per dataset")
+        .add(RowType.TABLE, "SQuAD | 91.2", resource_path="tables/t.html")
+        .build()
+    )
+    table = next(c for c in result.chunks if c.chunk_type is ChunkType.TABLE)
+    assert table.content == "Table 2: Accuracy per dataset\nSQuAD | 91.2"
+
+
+def test_a_heading_that_only_introduces_tables_is_carried_by_the_tables():
+    result = (
+        Rows()
+        .add(RowType.HEADING, "Inventories", heading_level=1)
+        .add(RowType.TABLE, "Components | $3,788", resource_path="tables/t.html")
+        .add(RowType.HEADING, "Property, Plant and Equipment", heading_level=1)
+        .add(RowType.TABLE, "Land and buildings | $23,446", resource_path="tables/u.html")
+        .build()
+    )
+    assert [c.chunk_type for c in result.chunks] == [ChunkType.TABLE, ChunkType.TABLE]
+    assert [c.content.split("\n")[0] for c in result.chunks] == [
+        "Inventories",
+        "Property, Plant and Equipment",
+    ]
+
+
+def test_a_heading_before_an_image_stays_text_the_image_does_not_carry_it():
+    result = (
+        Rows()
+        .add(RowType.HEADING, "Network overview", heading_level=1)
+        .add(RowType.IMAGE, "", resource_path="images/a.png")
+        .build()
+    )
+    text = next(c for c in result.chunks if c.chunk_type is ChunkType.TEXT)
+    assert text.content.startswith("Network overview")
+
+
+def test_a_tiny_tail_joins_the_chunk_before_it_in_its_section():
+    # 3 sentences = 48 tokens: two paragraphs never share a chunk (limit 60), so without the
+    # merge the closing line would be a 5-token chunk of its own.
+    long_paragraphs = [f"{SENTENCE} {SENTENCE} {SENTENCE}" for _ in range(3)]
+    rows = Rows().add(RowType.HEADING, "Habitat", heading_level=1)
+    for paragraph in long_paragraphs:
+        rows.add(RowType.PARAGRAPH, paragraph)
+    rows.add(
+        RowType.PARAGRAPH,
+        "See also the geese and the swans that share these lakes and rivers in the long northern winter months.",
+    )
+    chunks = [c for c in rows.build().chunks if c.chunk_type is ChunkType.TEXT]
+    assert len(chunks) > 1
+    assert all(c.metadata.tokens >= 25 for c in chunks)
+    assert chunks[-1].content.endswith(
+        f"{SENTENCE}\n\nSee also the geese and the swans that share these lakes and rivers in the long northern winter months."
+    )

@@ -122,6 +122,8 @@ def test_table_continued_with_repeated_header_is_joined() -> None:
         ["Plum", "0.99", "7"],
         ["Fig", "2.00", "1"],
     ]
+    # Each row knows the page it is printed on (the repeated header is dropped).
+    assert joined.grid.row_pages == (1, 1, 1, 2, 2)
 
 
 def test_table_in_middle_of_next_page_is_not_joined() -> None:

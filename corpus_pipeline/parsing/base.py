@@ -19,10 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from corpus_pipeline.contracts import Diagnostic, DocumentProfile, LinkSpan, ParsedRow, RowType
+from corpus_pipeline.enrich.tokens import count_tokens
 from corpus_pipeline.errors import CorruptDocumentError
-from corpus_pipeline.parsing.tables import TableGrid
+from corpus_pipeline.parsing.tables import TableGrid, split_rows
 
 T = TypeVar("T")
+# A longer table is stored as parts (each led by its header rows): a chunk an agent can read
+# and cite by the pages it is on (twice the default text chunk limit).
+MAX_TABLE_TOKENS = 600
 
 if TYPE_CHECKING:
     from corpus_pipeline.settings import CorpusSettings
@@ -321,20 +325,29 @@ class ParseContext:
     def emit_table(
         self, grid: TableGrid, source_location: str, page_numbers: list[int] | None = None
     ) -> ParsedRow | None:
-        """Store a table as HTML and emit its row; empty tables are dropped with a warning."""
+        """Store a table as HTML and emit its row (the first part's: a table over
+        MAX_TABLE_TOKENS is stored and emitted as parts that repeat its header rows, each with
+        the pages its rows are on); empty tables are dropped with a warning."""
         if grid.num_rows == 0 or not any(c.text.strip() for c in grid.cells):
             self.diagnostics.add(
                 "parse", "table.empty", f"empty table at {source_location} dropped"
             )
             return None
-        rel = self.resources.add_table(grid)
-        return self.emit(
-            RowType.TABLE,
-            grid.to_text(),
-            source_location,
-            resource_path=rel,
-            page_numbers=page_numbers,
-        )
+        parts = split_rows(grid, MAX_TABLE_TOKENS, count_tokens)
+        first: ParsedRow | None = None
+        for number, part in enumerate(parts, 1):
+            where = source_location
+            if len(parts) > 1:
+                where = f"{source_location} part {number}/{len(parts)}"
+            row = self.emit(
+                RowType.TABLE,
+                part.to_text(),
+                where,
+                resource_path=self.resources.add_table(part),
+                page_numbers=part.pages() or page_numbers,
+            )
+            first = first or row
+        return first
 
     def emit_image(
         self, data: bytes, alt: str, source_location: str, page_numbers: list[int] | None = None

@@ -720,8 +720,12 @@ def _join(prev: PdfTable, last: PdfTable, nxt: PdfTable) -> PdfTable | None:
         return None
     offset = a.num_rows - repeated
     moved = [replace(c, row=c.row + offset) for c in b.cells if c.row >= repeated]
+    row_pages = a.row_pages or (prev.page,) * a.num_rows
     grid = TableGrid(
-        cells=[*a.cells, *moved], caption=a.caption or b.caption, header_rows=a.header_rows
+        cells=[*a.cells, *moved],
+        caption=a.caption or b.caption,
+        header_rows=a.header_rows,
+        row_pages=row_pages + (nxt.page,) * (b.num_rows - repeated),
     )
     return replace(prev, pages=(*prev.pages, nxt.page), grid=grid, caption=grid.caption)
 

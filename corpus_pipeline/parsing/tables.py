@@ -8,7 +8,10 @@ rendition for search.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,9 @@ class TableGrid:
     cells: list[TableCell] = field(default_factory=list)
     caption: str | None = None
     header_rows: int = 0
+    # The page each row is printed on, when the table spans pages (PDF tables joined over a
+    # page break); empty when unknown or on one page.
+    row_pages: tuple[int, ...] = ()
 
     @property
     def num_rows(self) -> int:
@@ -75,14 +81,73 @@ class TableGrid:
 
     def to_text(self) -> str:
         """Row-wise plain text (cells joined by ' | '), the searchable rendition."""
-        lines = []
-        if self.caption:
-            lines.append(self.caption)
-        for row in self.rows():
-            cells = _text_cells([" ".join(c.text.split()) for c in row])
-            if cells:
-                lines.append(" | ".join(cells))
+        lines = [self.caption] if self.caption else []
+        lines += [line for line in self.row_texts() if line]
         return "\n".join(lines)
+
+    def row_texts(self) -> list[str]:
+        """Each row's text as `to_text` writes it ("" for a row without text)."""
+        return [
+            " | ".join(_text_cells([" ".join(c.text.split()) for c in row])) for row in self.rows()
+        ]
+
+    def pages(self) -> list[int]:
+        """The pages the rows are printed on (empty when unknown)."""
+        return sorted(set(self.row_pages))
+
+
+def split_rows(grid: TableGrid, max_tokens: int, count: Callable[[str], int]) -> list[TableGrid]:
+    """A table longer than `max_tokens` as parts of consecutive body rows, each led by the
+    header rows (so every part reads as the table it belongs to) and keeping the caption.
+
+    Parts follow the pages first (rows of consecutive pages share a part while they fit), so
+    each part cites the pages it is printed on; a run still too long is cut into balanced row
+    groups. A part never ends inside a merged cell; a table that fits stays whole.
+    """
+    texts = grid.row_texts()
+    costs = [count(t) for t in texts]
+    if sum(costs) <= max_tokens:
+        return [grid]
+    head = min(grid.header_rows, len(texts))
+    budget = max(max_tokens - sum(costs[:head]), max_tokens // 3)
+    spanned = {r for c in grid.cells for r in range(c.row + 1, c.row + c.rowspan)}
+    pages = grid.row_pages
+    breaks = [
+        r
+        for r in range(head + 1, len(texts))
+        if r not in spanned and pages and pages[r] != pages[r - 1]
+    ]
+    runs: list[tuple[int, int]] = []  # page runs, merged while they fit
+    for start, end in itertools.pairwise([head, *breaks, len(texts)]):
+        if runs and sum(costs[runs[-1][0] : end]) <= budget:
+            runs[-1] = (runs[-1][0], end)
+        else:
+            runs.append((start, end))
+    cuts = [head]
+    for start, end in runs:
+        total = sum(costs[start:end])
+        target = total / math.ceil(total / budget)
+        used = 0
+        for row in range(start, end):
+            if used and row not in spanned and used + costs[row] > target:
+                cuts.append(row)
+                used = 0
+            used += costs[row]
+        cuts.append(end)
+    if len(cuts) <= 2:  # one part: nothing to split at
+        return [grid]
+    header = [replace(c, rowspan=min(c.rowspan, head - c.row)) for c in grid.cells if c.row < head]
+    parts = []
+    for start, end in itertools.pairwise(cuts):
+        cells = [replace(c, row=c.row - start + head) for c in grid.cells if start <= c.row < end]
+        # The repeated header is printed with the part: it is on the part's first page.
+        pages = (
+            (grid.row_pages[start],) * head + grid.row_pages[start:end] if grid.row_pages else ()
+        )
+        parts.append(
+            TableGrid(cells=header + cells, caption=grid.caption, header_rows=head, row_pages=pages)
+        )
+    return parts
 
 
 _LEADING_UNIT = frozenset("$€£¥")
