@@ -60,6 +60,8 @@ CHANNEL_STUDY: dict[str, dict[str, float] | None] = {
     "path only": {"path": 1.0},
     "term only": {"term": 1.0},
     "content + term": {"content": DEFAULT_WEIGHTS["content"], "term": DEFAULT_WEIGHTS["term"]},
+    "fused + document prior 0.5": {**DEFAULT_WEIGHTS, "document": 0.5},
+    "fused + document prior 1": {**DEFAULT_WEIGHTS, "document": 1.0},
 }
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "doc@10")
 _CHUNK_MARK = re.compile(r"\[chunk ([0-9a-f]+)(?:, pages [0-9,]+)?\]")

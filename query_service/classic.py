@@ -45,6 +45,7 @@ _CONTENT_WORDS_ONLY = {"path", "term"}
 UBIQUITOUS_SHARE = 0.5
 PATH_MIN_SHARE = 0.35
 MIN_DEPTH = 50
+PRIOR_DOCUMENTS = 3  # documents whose best chunks form the document channel
 
 DocKey = tuple[int, int]
 
@@ -290,8 +291,12 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         terms = {
             channel: shape_query(channel, request.query)
             for channel in CHANNELS
-            if weights.get(channel, 0) > 0
+            if weights.get(channel, 0) > 0 and channel != "document"
         }
+        documents: list[str] = []
+        if weights.get("document", 0) > 0:
+            named = revision.cards().rank(shape_query("path", request.query), PRIOR_DOCUMENTS)
+            documents = [document_id for document_id, _ in named]
         while True:
             ranked: dict[str, list[DocKey]] = {}
             channel_scores: dict[str, list[float]] = {}
@@ -329,6 +334,29 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                     keys.append(key)
                 ranked[channel] = keys
                 channel_scores[channel] = [round(score, 5) for score, _ in hits]
+            if documents and terms.get("content"):
+                # The best chunks of the documents the query names, document by document.
+                keys = []
+                for document_id in documents:
+                    query = tantivy.Query.boolean_query(
+                        [
+                            (
+                                tantivy.Occur.Must,
+                                channel_query("content", terms["content"], type_filter),
+                            ),
+                            (
+                                tantivy.Occur.Must,
+                                tantivy.Query.term_query(
+                                    ch.schema(), ch.F_DOCUMENT_IDS, document_id
+                                ),
+                            ),
+                        ]
+                    )
+                    for _, address in searcher.search(query, depth, count=False).hits:
+                        key = (address.segment_ord, address.doc)
+                        addresses[key] = address
+                        keys.append(key)
+                ranked["document"] = keys
             results = []
             for fused in weighted_rrf(ranked, weights, scores=channel_scores):
                 result = _result(

@@ -13,6 +13,7 @@ import tantivy
 
 from corpus_pipeline.contracts.search import RevisionPointer
 from corpus_pipeline.index import channels as ch
+from query_service.documents import DocumentCards, load_cards
 
 os.environ.setdefault("LANCE_LOG", "error")
 CURRENT = "CURRENT.json"
@@ -35,6 +36,7 @@ class Revision:
     searcher: tantivy.Searcher
     _tables: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _cards: DocumentCards | None = None
 
     @property
     def number(self) -> int:
@@ -51,6 +53,15 @@ class Revision:
                 table.checkout(self.pointer.lance_versions[name])
                 self._tables[name] = table
             return self._tables[name]
+
+    def cards(self) -> DocumentCards:
+        """The documents' cards for the document prior (built on first use, then shared: a
+        revision never changes)."""
+        if self._cards is None:
+            cards = load_cards(self.table("documents"), self.table("chunks"))
+            with self._lock:
+                self._cards = self._cards or cards
+        return self._cards
 
 
 def read_current_pointer(published_dir: Path, namespace: str) -> RevisionPointer:
