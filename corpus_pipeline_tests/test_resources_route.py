@@ -277,7 +277,8 @@ def test_the_contract_refuses_refs_that_are_not_relative(ref: str) -> None:
         Resource(kind="image", document_id="d", ref=ref, url="/v1/documents/d/resources/x")
 
 
-TABLE_DOC = "# {title}\n\nShared counts follow.\n\n| bird | count |\n| --- | --- |\n| teal | 4 |\n| smew | 2 |\n"
+# Same section title in both documents: a table chunk opens with it, so the tables are one chunk.
+TABLE_DOC = "# Counts\n\n{title}: shared counts follow.\n\n| bird | count |\n| --- | --- |\n| teal | 4 |\n| smew | 2 |\n"
 
 
 def test_a_shared_table_is_served_by_a_document_that_still_holds_it(tmp_path: Path) -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import pymupdf
+import pymupdf as _pymupdf
 
 from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.parsing.pdf import parse_pdf
 from corpus_pipeline.parsing.tables import TableCell, TableGrid, split_rows
 from corpus_pipeline_tests.support import run_parser
+
+mu: Any = _pymupdf  # PyMuPDF is untyped; keep mypy --strict quiet at one place
 
 
 def words(text: str) -> int:
@@ -75,7 +78,7 @@ def test_parts_cite_the_pages_their_rows_are_on_and_cut_at_the_page_break() -> N
 
 def _long_table_pdf(path: Path, rows: int) -> None:
     """A ruled three-column table of `rows` body rows running over a page break."""
-    doc = pymupdf.open()
+    doc = mu.open()
     page = doc.new_page()
     page.insert_text((72, 60), "Segment results", fontsize=16)
     xs = (72, 290, 410, 540)

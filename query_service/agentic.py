@@ -41,6 +41,9 @@ from query_service.revision import Revision
 from query_service.store import render_chunk
 
 MAX_VISITED_SECTIONS = 60
+# Discovery hits rank above everything navigation adds (section scores stay below 1.2), in
+# their discovery order.
+HIT_SCORE = 2.0
 STEP_WORKERS = 4
 PLANNER_RESERVE = 2048
 _STOP_STEMS = frozenset(t for w in STOP_WORDS for t in ch.analyze("content", w))
@@ -220,6 +223,8 @@ def _run_step(
     )
     outcome.discovered = len(discovery.results)
     discovered: dict[str, SearchResult] = {r.chunk_id: r for r in discovery.results}
+    hit_rank = {r.chunk_id: rank for rank, r in enumerate(discovery.results)}
+    lead = 1 if step.query == " ".join(request.query.split()) else 2
     terms = _idf_weights(revision, _terms(step.query))
     # Navigation: BFS over the section tree from every discovered place (bounded).
     # `proximity`: the best discovery score (relative to the step's best) of the hits a section
@@ -263,25 +268,50 @@ def _run_step(
     if navigator is not None and budget is not None and len([s for s in scored if s[0] > 0]) > 1:
         opened = _model_choice(navigator, budget, docs, step, scored, request.max_breadth) or opened
     opened_keys = {(d, p) for _, d, p in opened}
-    for score, document_id, sid in opened:
+    # Every discovery hit is evidence, in discovery order, whatever sections navigation opens:
+    # the agent never reads less than classic search would have returned (hits' sections that
+    # were not chosen contribute the hits only).
+    hit_sections: list[tuple[float, str, Sid]] = []
+    for result in discovery.results:
+        key = (result.document_id, result.section_id or "")
+        if key not in opened_keys and (0.0, *key) not in hit_sections:
+            hit_sections.append((0.0, *key))
+    for score, document_id, sid in [*opened, *hit_sections]:
+        only_hits = (document_id, sid) not in opened_keys
         section = docs.sections(document_id).get(sid)
         path = docs.path(document_id, sid)
         rows = docs.rows_in(document_id, sid)
         by_id = {r["chunk_id"]: r for r in docs.chunks(document_id)}
-        embedded = {
-            c["target"]
+        embeds = {
+            r["chunk_id"]: [
+                c["target"]
+                for c in json.loads(r["metadata"])["connect_to"]
+                if c["relation"] == "embeds"
+            ]
             for r in rows
             if ChunkType(r["chunk_type"])
             in allowed  # a resource stands alone if its host is not returned
-            for c in json.loads(r["metadata"])["connect_to"]
-            if c["relation"] == "embeds"
         }
+        embedded = {target for targets in embeds.values() for target in targets}
         for row in rows:
             if row["chunk_id"] in embedded or ChunkType(row["chunk_type"]) not in allowed:
                 continue
+            # A host text renders its embedded tables inline: it ranks as its best hit.
+            hits = [
+                discovered[c]
+                for c in [row["chunk_id"], *embeds.get(row["chunk_id"], [])]
+                if c in discovered
+            ]
+            hit = max(hits, key=lambda h: h.score) if hits else None
+            if only_hits and hit is None:
+                continue
             rendered = render_chunk(revision, row, by_id)
-            hit = discovered.get(row["chunk_id"])
-            agent_score = round(score + 0.2 * _coverage(terms, row["content"]), 4)
+            if hit is not None:
+                # By discovery rank, so the steps of a plan interleave rank by rank (the whole
+                # question's hit first).
+                agent_score = round(HIT_SCORE + 1 / (lead + hit_rank[hit.chunk_id]), 6)
+            else:
+                agent_score = round(score + 0.2 * _coverage(terms, row["content"]), 4)
             found = AgenticResult(
                 content=rendered.content,
                 chunk_type=rendered.chunk_type,
@@ -333,31 +363,40 @@ def _run_step(
         outcome.outlines.append(
             Outline(document_id, "", sid, path, section["sort_order"], line, score)
         )
-    opened_chunks = {e.result.chunk_id for e in outcome.evidence}
+    # Every hit is also a fallback result: one the budget cannot admit as evidence is still
+    # returned (without its text); the run drops those it admitted.
     for hit in discovery.results:
-        if hit.chunk_id not in opened_chunks:
-            outcome.fallback.append(
-                AgenticResult(
-                    content=hit.content,
-                    chunk_type=hit.chunk_type,
-                    document_id=hit.document_id,
-                    chunk_id=hit.chunk_id,
-                    source_file_name=hit.source_file_name,
-                    section_path=hit.section_path,
-                    section_id=hit.section_id,
-                    pages=hit.pages,
-                    agent_score=0.0,
-                    discovery_score=hit.score,
-                    step_id=step.id,
-                    occurrences=hit.occurrences,
-                    resource=hit.resource,
-                )
+        outcome.fallback.append(
+            AgenticResult(
+                content=hit.content,
+                chunk_type=hit.chunk_type,
+                document_id=hit.document_id,
+                chunk_id=hit.chunk_id,
+                source_file_name=hit.source_file_name,
+                section_path=hit.section_path,
+                section_id=hit.section_id,
+                pages=hit.pages,
+                agent_score=0.0,
+                discovery_score=hit.score,
+                step_id=step.id,
+                occurrences=hit.occurrences,
+                resource=hit.resource,
             )
+        )
     outcome.latency_ms = (time.perf_counter() - started) * 1000
     return outcome
 
 
 NAVIGATOR_RESERVE = 1500
+
+
+def _embedded_targets(docs: _DocCache, document_id: str, chunk_id: str) -> list[str]:
+    row = next((r for r in docs.chunks(document_id) if r["chunk_id"] == chunk_id), None)
+    if row is None:
+        return []
+    return [
+        c["target"] for c in json.loads(row["metadata"])["connect_to"] if c["relation"] == "embeds"
+    ]
 
 
 def _model_choice(
@@ -409,31 +448,40 @@ def without_heading_lines(text: str, path: Sequence[str]) -> str:
 
 
 def render_evidence(evidence: list[Evidence], outlines: list[Outline]) -> str:
-    """Evidence grouped by document (strongest document first), then by section in document
-    order, with headings; unopened but relevant sections follow as outlines."""
-    best: dict[str, float] = {}
+    """What the agent reads, in the order of relevance: the discovery hits first, best first
+    (so it never reads less, or later, than classic search would have returned), then the
+    context navigation opened around them, strongest section first and each section's chunks
+    in document order. A section's heading precedes its chunks and a document header each
+    change of document; unopened but relevant sections follow at the end as outlines."""
+    best: dict[tuple[str, Sid], float] = {}
     for item in evidence:
-        best[item.document_id] = max(best.get(item.document_id, 0.0), item.result.agent_score)
-    by_doc: dict[str, list[Evidence]] = {}
-    ordered = sorted(
-        evidence,
-        key=lambda e: (-best[e.document_id], e.document_id, e.section_order, e.chunk_order),
-    )
-    for item in ordered:
-        by_doc.setdefault(item.document_id, []).append(item)
+        key = (item.document_id, item.section_id)
+        best[key] = max(best.get(key, 0.0), item.result.agent_score)
+
+    def order(e: Evidence) -> tuple[Any, ...]:
+        if e.result.agent_score >= HIT_SCORE:
+            return (0, -e.result.agent_score, e.result.chunk_id)
+        key = (e.document_id, e.section_id)
+        return (1, -best[key], e.document_id, e.section_order, e.chunk_order)
+
+    ordered = sorted(evidence, key=order)
     parts: list[str] = []
-    for document_id, items in by_doc.items():
-        parts.append(f"# {items[0].source_file_name} (document {document_id})")
-        current: Sid | None = None
-        for item in items:
-            if item.section_id != current:
-                current = item.section_id
-                parts.append(f"## {' > '.join(item.section_path) or '(document start)'}")
-            pages = f", pages {','.join(map(str, item.result.pages))}" if item.result.pages else ""
-            parts.append(f"{item.text}\n[chunk {item.result.chunk_id}{pages}]")
+    current: tuple[str, Sid] | None = None
+    for item in ordered:
+        if current is None or item.document_id != current[0]:
+            parts.append(f"# {item.source_file_name} (document {item.document_id})")
+        if (item.document_id, item.section_id) != current:
+            current = (item.document_id, item.section_id)
+            parts.append(f"## {' > '.join(item.section_path) or '(document start)'}")
+        pages = f", pages {','.join(map(str, item.result.pages))}" if item.result.pages else ""
+        parts.append(f"{item.text}\n[chunk {item.result.chunk_id}{pages}]")
+    names = {e.document_id: e.source_file_name for e in evidence}
+    for document_id in dict.fromkeys(e.document_id for e in ordered):
         lines = [o.line for o in outlines if o.document_id == document_id]
         if lines:
-            parts.append("## Other sections (not opened)\n" + "\n".join(lines))
+            parts.append(
+                f"# {names[document_id]}: other sections (not opened)\n" + "\n".join(lines)
+            )
     return "\n\n".join(parts)
 
 
@@ -561,9 +609,14 @@ def agentic_search(
             break
         budget.commit(held, tokens_of(outline.line) + 2, "outline")
         kept_outlines.append(outline)
+    covered = admitted_ids | {
+        target
+        for e in admitted
+        for target in _embedded_targets(docs, e.document_id, e.result.chunk_id)
+    }
     unique_fallback: dict[str, AgenticResult] = {}
     for f in sorted(fallback, key=lambda r: -r.discovery_score):
-        if f.chunk_id not in admitted_ids:
+        if f.chunk_id not in covered:
             unique_fallback.setdefault(f.chunk_id, f)
     kept_fallback: list[AgenticResult] = []
     for f in list(unique_fallback.values())[: request.top_k]:

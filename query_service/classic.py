@@ -45,7 +45,10 @@ _CONTENT_WORDS_ONLY = {"path", "term"}
 UBIQUITOUS_SHARE = 0.5
 PATH_MIN_SHARE = 0.35
 MIN_DEPTH = 50
-PRIOR_DOCUMENTS = 3  # documents whose best chunks form the document channel
+# The document channel: the best chunks of the PRIOR_DOCUMENTS documents whose cards match the
+# query's name-like terms (on at most NAME_SHARE of the cards), best document first.
+PRIOR_DOCUMENTS = 5
+NAME_SHARE = 0.1
 
 DocKey = tuple[int, int]
 
@@ -295,7 +298,9 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         }
         documents: list[str] = []
         if weights.get("document", 0) > 0:
-            named = revision.cards().rank(shape_query("path", request.query), PRIOR_DOCUMENTS)
+            named = revision.cards().rank(
+                shape_query("path", request.query), PRIOR_DOCUMENTS, NAME_SHARE
+            )
             documents = [document_id for document_id, _ in named]
         while True:
             ranked: dict[str, list[DocKey]] = {}

@@ -50,14 +50,17 @@ class DocumentCards:
         average = sum(lengths.values()) / len(lengths) if lengths else 0.0
         return cls(dict(postings), lengths, average)
 
-    def rank(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
-        """The `limit` best documents for the query terms (BM25; ties by document id).
-        A term on every card cannot rank anything and is skipped."""
+    def rank(
+        self, terms: Sequence[str], limit: int, max_share: float = 1.0
+    ) -> list[tuple[str, float]]:
+        """The `limit` best documents for the query terms (BM25; ties by document id). Only
+        terms on at most `max_share` of the cards count (a name, not a topic word); a term on
+        every card cannot rank anything."""
         total = len(self.lengths)
         scores: dict[str, float] = defaultdict(float)
         for term in dict.fromkeys(terms):
             posting = self.postings.get(term, [])
-            if not posting or len(posting) == total:
+            if not posting or len(posting) == total or len(posting) > max_share * total:
                 continue
             idf = math.log(1 + (total - len(posting) + 0.5) / (len(posting) + 0.5))
             for document_id, tf in posting:

@@ -96,6 +96,9 @@ class RulePlanner:
     def plan(self, request: AgenticRequest) -> Plan:
         query = " ".join(request.query.split())
         types = list(request.chunk_types)
+        # The whole question is always the first step: its hits lead the evidence, so a split
+        # plan never reads less than one search for the question would return.
+        whole = PlanStep(id="s1", query=query, chunk_types=types)
         for pattern in _COMPARE:
             match = pattern.match(query)
             if match and len(match["a"].split()) <= 12 and len(match["b"].split()) <= 12:
@@ -103,20 +106,19 @@ class RulePlanner:
                 return Plan(
                     planner=self.name,
                     steps=[
-                        PlanStep(id="s1", query=f"{lead} {match['a']}".strip(), chunk_types=types),
-                        PlanStep(id="s2", query=f"{lead} {match['b']}".strip(), chunk_types=types),
+                        whole,
+                        PlanStep(id="s2", query=f"{lead} {match['a']}".strip(), chunk_types=types),
+                        PlanStep(id="s3", query=f"{lead} {match['b']}".strip(), chunk_types=types),
                     ],
                 )
         parts = [p.strip(" ,?.") for p in _PART_SPLIT.split(query) if len(p.split()) >= 3]
         if len(parts) < 2:
-            return Plan(
-                planner=self.name, steps=[PlanStep(id="s1", query=query, chunk_types=types)]
-            )
+            return Plan(planner=self.name, steps=[whole])
         steps: list[PlanStep] = []
-        for index, part in enumerate(parts[:MAX_PLAN_STEPS], start=1):
+        for index, part in enumerate(parts[: MAX_PLAN_STEPS - 1], start=2):
             depends: list[str] = []
             text = part
-            if index > 1 and _BACK_REFERENCE.search(part):
+            if index > 2 and _BACK_REFERENCE.search(part):
                 depends = [steps[0].id]
                 subject = _subject(steps[0].query)
                 if subject and subject.lower() not in part.lower():
@@ -124,7 +126,7 @@ class RulePlanner:
             steps.append(
                 PlanStep(id=f"s{index}", query=text, depends_on=depends, chunk_types=types)
             )
-        return Plan(planner=self.name, steps=validate_plan(steps))
+        return Plan(planner=self.name, steps=validate_plan([whole, *steps]))
 
 
 PLAN_PROMPT = """You plan retrieval for a document search system. Split the user's query into at most {max_steps}

@@ -70,7 +70,11 @@ class AgenticResult(_Model):
     )
     pages: list[int]
     agent_score: float = Field(
-        description="Navigation score of the section the evidence came from (0 = not opened)."
+        description=(
+            "Reading priority: a discovery hit 2 + 1/(rank + 1) (the whole question's hits rank "
+            "first), context that navigation opened its section's score (below 2), 0 = not "
+            "opened (fallback)."
+        )
     )
     discovery_score: float = Field(
         description="Fused classic-search score (0 = reached by navigation only)."
