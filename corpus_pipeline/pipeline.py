@@ -47,6 +47,7 @@ from corpus_pipeline.parsing.router import parser_for
 from corpus_pipeline.profiling import profile_file
 from corpus_pipeline.secrets import get_password
 from corpus_pipeline.settings import CorpusSettings
+from corpus_pipeline.titles import document_title
 
 PIPELINE_VERSION = "0.1.0"
 STAGES = ("profile", "parse", "hierarchy", "chunks")
@@ -172,7 +173,7 @@ def run_parse(
     return ParseOutput(
         stage_dir=str(out_dir),
         rows_path=str(out_dir / "parsed.parquet"),
-        title=document_title(rows, source_file_name),
+        title=document_title(rows, source_file_name, ctx.declared_title),
         rows=len(rows),
         headings=len(headings),
         tables=sum(r.row_type is RowType.TABLE for r in rows),
@@ -183,17 +184,6 @@ def run_parse(
         pages_parsed=max((p for r in rows for p in r.page_numbers), default=None),
         truncated=any(d.code == "parse.budget_exceeded" for d in ctx.diagnostics.items),
     )
-
-
-def document_title(rows: list[ParsedRow], source_file_name: str) -> str:
-    """The shallowest first heading, else the file name without extension."""
-    headings = [
-        r for r in rows if r.row_type is RowType.HEADING and r.heading_level and r.text.strip()
-    ]
-    if headings:
-        top = min(r.heading_level or 9 for r in headings)
-        return next(" ".join(r.text.split()) for r in headings if r.heading_level == top)
-    return Path(source_file_name).stem
 
 
 def read_rows(rows_path: str | Path) -> list[ParsedRow]:

@@ -224,7 +224,7 @@ def _run_step(
     outcome.discovered = len(discovery.results)
     discovered: dict[str, SearchResult] = {r.chunk_id: r for r in discovery.results}
     hit_rank = {r.chunk_id: rank for rank, r in enumerate(discovery.results)}
-    lead = 1 if step.query == " ".join(request.query.split()) else 2
+    lead = 1 if step.query == " ".join(request.query.split()) else 0
     terms = _idf_weights(revision, _terms(step.query))
     # Navigation: BFS over the section tree from every discovered place (bounded).
     # `proximity`: the best discovery score (relative to the step's best) of the hits a section
@@ -307,9 +307,9 @@ def _run_step(
                 continue
             rendered = render_chunk(revision, row, by_id)
             if hit is not None:
-                # By discovery rank, so the steps of a plan interleave rank by rank (the whole
-                # question's hit first).
-                agent_score = round(HIT_SCORE + 1 / (lead + hit_rank[hit.chunk_id]), 6)
+                # By discovery rank: the whole question's hits first, then the parts' hits
+                # interleaved rank by rank.
+                agent_score = round(HIT_SCORE + lead + 1 / (1 + hit_rank[hit.chunk_id]), 6)
             else:
                 agent_score = round(score + 0.2 * _coverage(terms, row["content"]), 4)
             found = AgenticResult(
@@ -368,7 +368,7 @@ def _run_step(
     for hit in discovery.results:
         outcome.fallback.append(
             AgenticResult(
-                content=hit.content,
+                content=preview(hit.content),
                 chunk_type=hit.chunk_type,
                 document_id=hit.document_id,
                 chunk_id=hit.chunk_id,
@@ -388,6 +388,14 @@ def _run_step(
 
 
 NAVIGATOR_RESERVE = 1500
+FALLBACK_PREVIEW_CHARS = 400
+
+
+def preview(content: str) -> str:
+    """A fallback result's content: its opening, enough to judge it (`read` returns it whole)."""
+    if len(content) <= FALLBACK_PREVIEW_CHARS:
+        return content
+    return content[:FALLBACK_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
 
 
 def _embedded_targets(docs: _DocCache, document_id: str, chunk_id: str) -> list[str]:
@@ -537,6 +545,7 @@ def agentic_search(
     fallback: list[AgenticResult] = []
     available = 0
     exhausted = False
+    hits_left_out = False
     statuses: dict[str, str] = {}
     with ThreadPoolExecutor(max_workers=STEP_WORKERS, thread_name_prefix="agentic-step") as pool:
         for layer in layers(plan.steps):
@@ -571,10 +580,14 @@ def agentic_search(
                 seen_layer.add(item.result.chunk_id)
                 cost = tokens_of(item.text) + _result_cost(item.result) + 24
                 available += cost
+                hit = item.result.agent_score >= HIT_SCORE
+                if not hit and hits_left_out:
+                    continue  # context is read only once every hit is
                 try:
                     held = budget.reserve(cost)
                 except BudgetExhausted:
                     exhausted = True  # this one does not fit; smaller evidence still may
+                    hits_left_out |= hit  # it stays a (preview) fallback result
                     continue
                 budget.commit(held, cost, item.step_id)
                 admitted.append(item)
@@ -597,18 +610,7 @@ def agentic_search(
                         tokens=budget.per_step.get(s.id, 0),
                         error=outcome.error,
                     )
-    # Outlines and fallback results are lower priority than evidence: admitted while budget lasts.
-    kept_outlines: list[Outline] = []
-    admitted_docs = {e.document_id for e in admitted}
-    for outline in sorted(outlines, key=lambda o: -o.score):
-        if outline.document_id not in admitted_docs:
-            continue
-        try:
-            held = budget.reserve(tokens_of(outline.line) + 2)
-        except BudgetExhausted:
-            break
-        budget.commit(held, tokens_of(outline.line) + 2, "outline")
-        kept_outlines.append(outline)
+    # Hits the evidence could not hold come next (previews, best first), then outlines.
     covered = admitted_ids | {
         target
         for e in admitted
@@ -627,6 +629,18 @@ def agentic_search(
             break
         budget.commit(held, _result_cost(f) + 4, "fallback")
         kept_fallback.append(f)
+    # Outlines last: admitted while budget lasts.
+    kept_outlines: list[Outline] = []
+    admitted_docs = {e.document_id for e in admitted}
+    for outline in sorted(outlines, key=lambda o: -o.score):
+        if outline.document_id not in admitted_docs:
+            continue
+        try:
+            held = budget.reserve(tokens_of(outline.line) + 2)
+        except BudgetExhausted:
+            break
+        budget.commit(held, tokens_of(outline.line) + 2, "outline")
+        kept_outlines.append(outline)
     stop = "budget_exhausted" if exhausted else "completed"
     model_used += budget.per_step.get("navigator", 0)
     response = _fit(
@@ -736,7 +750,7 @@ def _fit(
 ) -> AgenticResponse:
     """The hard invariant: tokens(serialized response) + model tokens ≤ limit. Estimates made the
     admission decisions; here the real payload is counted and trimmed from the lowest priority
-    (fallback results, then outlines, then the weakest evidence) until it fits."""
+    (outlines, then fallback results, then the weakest evidence) until it fits."""
     evidence = sorted(
         evidence,
         key=lambda e: (-e.result.agent_score, -e.result.discovery_score, e.result.chunk_id),
@@ -769,10 +783,10 @@ def _fit(
             if tokens_of(final.model_dump_json()) + model_used <= budget.limit:
                 return final
         truncated, stop = True, "budget_exhausted"
-        if fallback:
-            fallback.pop()
-        elif outlines:
+        if outlines:
             outlines.pop()
+        elif fallback:
+            fallback.pop()
         elif evidence:
             evidence.pop()
         else:

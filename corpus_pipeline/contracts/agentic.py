@@ -116,7 +116,12 @@ class AgenticResponse(_Model):
         default="", description="Always empty: retrieval returns evidence only."
     )
     results: list[AgenticResult]
-    fallback_results: list[AgenticResult]
+    fallback_results: list[AgenticResult] = Field(
+        description=(
+            "Discovery hits not read as evidence (the budget could not hold them), best first; "
+            "their content is a preview (up to 400 characters), `read` returns the whole chunk."
+        )
+    )
     plan: list[StepReport]
     planner: str
     budget: BudgetReport

@@ -280,6 +280,9 @@ class ParseContext:
     settings: CorpusSettings | None = field(default=None, repr=False)
     # Opens an encrypted source; memory only (see corpus_pipeline.secrets), never logged.
     password: str | None = field(default=None, repr=False)
+    # The title the file declares in its metadata (PDF info, Office core properties), as read;
+    # `corpus_pipeline.titles` decides whether it names the document.
+    declared_title: str | None = None
     resources: ResourceSink = field(init=False)
 
     def __post_init__(self) -> None:

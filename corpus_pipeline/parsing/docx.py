@@ -954,5 +954,6 @@ def _prune_rels(rels_name: str, data: bytes, names: set[str], dropped: list[str]
 def parse_docx(ctx: ParseContext) -> None:
     """Emit the document body's blocks in source order (see the module docstring for why)."""
     document = _open(ctx.source_path, ctx)
+    ctx.declared_title = document.core_properties.title or None
     reader = _Reader(ctx, document)
     _BodyWalker(reader).blocks(reader.body, _Locator("body"), in_toc=False)

@@ -35,6 +35,7 @@ def parse_pptx(ctx: ParseContext) -> None:
     presentation = load_or_corrupt(
         "pptx", "presentation", lambda: Presentation(str(ctx.source_path))
     )
+    ctx.declared_title = presentation.core_properties.title or None
     authors = _comment_authors(presentation)
     for number, slide in enumerate(presentation.slides, start=1):
         if slide._element.get("show") in ("0", "false"):

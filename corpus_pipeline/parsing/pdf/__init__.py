@@ -85,6 +85,7 @@ def parse_pdf(ctx: ParseContext) -> None:
     mupdf_messages()  # start from a clean slate: only this file's messages are recorded
     doc = open_pdf(ctx.source_path, ctx.password)
     try:
+        ctx.declared_title = (doc.metadata or {}).get("title") or None
         pdf = ctx.profile.pdf
         if pdf is None:
             pdf, _ = profile_pdf(doc, _setting(ctx, "pdf_split_pages"))
