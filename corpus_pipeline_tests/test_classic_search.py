@@ -145,3 +145,45 @@ def test_a_table_is_found_by_the_words_leading_up_to_it_in_the_term_channel(revi
     (top,) = response.results
     assert top.channels == {"term": 0}
     assert "Merged Cell 3.1 4.1" in top.content, "the table introduced as having vertical spans"
+
+
+def test_label_phrases_are_the_numbered_parts_a_query_names():
+    from query_service.classic import label_phrases
+
+    query = "According to Table II and appendix C, what does Unit 8 (see Note 7.2) say?"
+    assert label_phrases(query) == [
+        ["table", "ii"],
+        ["appendix", "c"],
+        ["unit", "8"],
+        ["note", "7.2"],
+    ]
+    assert label_phrases("How do tufted ducks feed?") == []
+
+
+def test_the_term_channel_ranks_the_part_a_query_names_by_its_label_first(tmp_path):
+    from corpus_pipeline.settings import load_settings
+
+    settings = load_settings(home=tmp_path)
+    build_documents(
+        settings,
+        {
+            "plan.md": (
+                "# Plan\n\n## Appendix C\n\nStrengths: reliable funding.\n\n"
+                "## Appendix D\n\nStrengths and weaknesses review: many strengths and many "
+                "weaknesses, strengths listed first, weaknesses second.\n"
+            ),
+            "ducks.md": FILES["ducks.md"],
+            "iso-notes.md": FILES["iso-notes.md"],
+        },
+    )
+    publish(settings)
+    revision = open_revision(settings.published_dir, "default")
+    response = classic_search(
+        revision,
+        SearchRequest(
+            query="How many strengths and weaknesses are in Appendix C?",
+            top_k=1,
+            weights={"term": 1.0},
+        ),
+    )
+    assert response.results[0].section_path == ["Plan", "Appendix C"]

@@ -5,8 +5,10 @@ navigation of the section tree around the discovered sections (scored determinis
 coverage of the step's terms in titles, summaries and content, plus proximity to discovery
 hits), and evidence rendering (only the chosen sections' raw segments are loaded; embedded
 tables/images resolved system-side). Independent steps run concurrently. Evidence is admitted
-against the budget best-first; the final serialized response (plus model calls) never exceeds
-the budget. Retrieval returns evidence; it never writes an answer.
+against the budget best-first: the discovery hits first, in discovery order (the whole question
+is always the first step), so the agent never reads less than classic search would return; the
+context navigation adds comes after every hit. The final serialized response (plus model
+calls) never exceeds the budget. Retrieval returns evidence; it never writes an answer.
 """
 
 from __future__ import annotations
@@ -364,7 +366,7 @@ def _run_step(
             Outline(document_id, "", sid, path, section["sort_order"], line, score)
         )
     # Every hit is also a fallback result: one the budget cannot admit as evidence is still
-    # returned (without its text); the run drops those it admitted.
+    # returned as a preview; the run drops those it admitted.
     for hit in discovery.results:
         outcome.fallback.append(
             AgenticResult(

@@ -107,14 +107,42 @@ def path_query(
     return tantivy.Query.boolean_query(clauses), full
 
 
+# A numbered part a question names ("Appendix C", "Table II", "Figure 3", "Unit 8", "Note 7"):
+# the chunks under that heading or caption say exactly that, word for word.
+_LABEL = re.compile(
+    r"\b(appendix|annex|table|figure|fig\.|chart|chapter|section|note|part|item|exhibit|"
+    r"schedule|unit|step|lesson|module|goal|objective|priority|article)\s+"
+    r"([A-Z]|[IVXLC]+|\d+(?:\.\d+)*[A-Za-z]?)\b",
+    re.IGNORECASE,
+)
+LABEL_BOOST = 3.0
+
+
+def label_phrases(query: str) -> list[list[str]]:
+    """The numbered parts a query names, as term-channel token sequences."""
+    out: list[list[str]] = []
+    for match in _LABEL.finditer(query):
+        tokens = ch.analyze("term", match.group(0))
+        if len(tokens) >= 2 and tokens not in out:
+            out.append(tokens)
+    return out
+
+
 def channel_query(
-    channel: str, terms: Sequence[str], type_filter: tantivy.Query | None
+    channel: str,
+    terms: Sequence[str],
+    type_filter: tantivy.Query | None,
+    labels: Sequence[Sequence[str]] = (),
 ) -> tantivy.Query:
     field = ch.CHANNEL_FIELDS[channel]
     schema = ch.schema()
-    should = tantivy.Query.boolean_query(
-        [(tantivy.Occur.Should, tantivy.Query.term_query(schema, field, term)) for term in terms]
-    )
+    clauses = [
+        (tantivy.Occur.Should, tantivy.Query.term_query(schema, field, term)) for term in terms
+    ]
+    for words in labels if channel == "term" else ():
+        phrase = tantivy.Query.phrase_query(schema, field, list(words))
+        clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(phrase, LABEL_BOOST)))
+    should = tantivy.Query.boolean_query(clauses)
     if type_filter is None:
         return should
     return tantivy.Query.boolean_query(
@@ -296,6 +324,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             for channel in CHANNELS
             if weights.get(channel, 0) > 0 and channel != "document"
         }
+        labels = label_phrases(request.query)
         documents: list[str] = []
         if weights.get("document", 0) > 0:
             named = revision.cards().rank(
@@ -325,7 +354,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                             ]
                         )
                 else:
-                    query = channel_query(channel, channel_terms, type_filter)
+                    query = channel_query(channel, channel_terms, type_filter, labels)
                 hits = searcher.search(query, depth, count=False).hits
                 if min_score:
                     # A title that matches only a small share of the query ("word" of "Which Latin
