@@ -57,10 +57,11 @@ class DocumentCards:
         terms on at most `max_share` of the cards count (a name, not a topic word); a term on
         every card cannot rank anything."""
         total = len(self.lengths)
+        most = max(1.0, max_share * total)  # a name is on at least its own document's card
         scores: dict[str, float] = defaultdict(float)
         for term in dict.fromkeys(terms):
             posting = self.postings.get(term, [])
-            if not posting or len(posting) == total or len(posting) > max_share * total:
+            if not posting or len(posting) == total or len(posting) > most:
                 continue
             idf = math.log(1 + (total - len(posting) + 0.5) / (len(posting) + 0.5))
             for document_id, tf in posting:

@@ -1,0 +1,77 @@
+"""Document prior: documents ranked by their cards (file name, title, opening page), and the
+document channel that brings the best chunks of the named documents into the fusion."""
+
+from __future__ import annotations
+
+from corpus_pipeline.contracts.search import SearchRequest
+from corpus_pipeline.publish.service import publish
+from corpus_pipeline.settings import load_settings
+from query_service.classic import classic_search, shape_query
+from query_service.documents import Card, DocumentCards, card_for, opening_text
+from query_service.revision import open_revision
+
+from .support import build_documents
+
+
+def cards(*pairs: tuple[str, str]) -> DocumentCards:
+    return DocumentCards.build(Card(d, text) for d, text in pairs)
+
+
+def test_the_document_whose_card_names_the_query_ranks_first():
+    ranked = cards(
+        ("msft", "Form 10-Q for Microsoft Corp MICROSOFT CORPORATION quarterly report"),
+        ("aapl", "Apple Inc. FORM 10-Q quarterly report"),
+        ("nvda", "NVIDIA CORPORATION FORM 10-Q quarterly report"),
+    ).rank(shape_query("path", "What was Microsoft's gross margin in the quarterly report?"), 3)
+    assert [d for d, _ in ranked] == ["msft"]  # 'quarterly report' is on every card
+
+
+def test_a_term_on_more_than_the_name_share_of_cards_does_not_rank():
+    deck = cards(("a", "annual report fish"), ("b", "annual report birds"), ("c", "ducks"))
+    assert deck.rank(["annual", "report"], 3, max_share=0.5) == []
+    assert [d for d, _ in deck.rank(["fish"], 3, max_share=0.5)] == ["a"]
+
+
+def test_ties_are_broken_by_document_id_and_the_limit_holds():
+    deck = cards(("b", "geese"), ("a", "geese"), ("c", "swans"))
+    assert [d for d, _ in deck.rank(shape_query("path", "geese"), 1)] == ["a"]
+
+
+def test_the_opening_is_the_first_page_or_without_pages_the_first_chunks():
+    paged = [
+        {"content": "body", "pages": [2], "sort_order": 2},
+        {"content": "Cover title", "pages": [1], "sort_order": 0},
+        {"content": "Registrant name", "pages": [1], "sort_order": 1},
+    ]
+    assert opening_text(paged) == "Cover title\nRegistrant name"
+    flow = [{"content": f"c{i}", "pages": [], "sort_order": i} for i in range(5)]
+    assert opening_text(flow) == "c0\nc1\nc2"
+    card = card_for({"document_id": "d", "source_file_name": "q3.pdf", "title": "T"}, paged)
+    assert card.text.split("\n")[:3] == ["q3.pdf", "T", "Cover title"]
+
+
+def test_the_document_channel_brings_the_named_documents_chunks_first(tmp_path):
+    settings = load_settings(home=tmp_path)
+    body = "# Quarterly report\n\nRevenue grew and gross margin widened in the quarter.\n"
+    build_documents(
+        settings,
+        {
+            "acme-q3.md": body,
+            "globex-q3.md": body.replace("grew", "rose"),
+            "initech-q3.md": body.replace("grew", "climbed"),
+            "ducks.md": "# Ducks\n\nTufted ducks dive for mussels.\n",
+        },
+    )
+    publish(settings)
+    revision = open_revision(settings.published_dir, "default")
+    query = "How did gross margin develop at Globex?"
+    named = classic_search(
+        revision,
+        SearchRequest(query=query, top_k=1, weights={"content": 1.0, "document": 1.0}),
+    ).results[0]
+    assert named.source_file_name == "globex-q3.md"
+    assert named.channels == {"content": named.channels["content"], "document": 0}
+    unnamed = classic_search(
+        revision, SearchRequest(query=query, top_k=1, weights={"content": 1.0})
+    ).results[0]
+    assert unnamed.source_file_name != "globex-q3.md", "the content alone cannot tell them apart"
