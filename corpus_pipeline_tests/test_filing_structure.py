@@ -186,3 +186,36 @@ def test_a_real_10q_has_its_filing_structure(tmp_path: Path) -> None:
     titles = [t for t, _, _ in found]
     assert not [t for t in titles if "Months Ended" in t or t.endswith("Change")]
     assert max(titles.count(t) for t in titles) <= 2
+
+
+def test_bold_scheme_headings_set_below_the_body_size_still_nest(tmp_path: Path) -> None:
+    # Filings set PART/Item/Note lines in bold at the notes' size, smaller than the MD&A text.
+    path = make_pdf(
+        tmp_path / "filing.pdf",
+        [
+            [
+                ("PART I - FINANCIAL INFORMATION", 8.5, "hebo"),
+                ("Item 1. Financial Statements", 8.5, "hebo"),
+                *body(),
+                ("Note 1 - Summary of Policies", 8.5, "hebo"),
+                *body(4),
+            ]
+        ],
+    )
+    assert [(t, lvl) for t, lvl, _ in headings(parse(path, tmp_path))] == [
+        ("PART I - FINANCIAL INFORMATION", 1),
+        ("Item 1. Financial Statements", 2),
+        ("Note 1 - Summary of Policies", 3),
+    ]
+
+
+@needs_shared(REALWORLD_DOCS)
+def test_a_real_10q_with_small_scheme_headings_and_one_statement_per_page(tmp_path: Path) -> None:
+    ctx = parse(REALWORLD_DOCS / "2023_Q1_AAPL.pdf", tmp_path)
+    levels = {t: lvl for t, lvl, _ in headings(ctx)}
+    assert levels["PART I — FINANCIAL INFORMATION"] == 1
+    assert levels["Item 1. Financial Statements"] == 2
+    assert levels["Note 1 – Summary of Significant Accounting Policies"] == 3
+    # Each statement is its own table on its own page (they share a header, not a table).
+    tables = [r for r in ctx.rows if r.row_type.value == "table"]
+    assert [t.page_numbers for t in tables if t.page_numbers[0] in (4, 5, 6)] == [[4], [5], [6]]

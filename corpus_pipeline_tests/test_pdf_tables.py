@@ -126,6 +126,27 @@ def test_table_continued_with_repeated_header_is_joined() -> None:
     assert joined.grid.row_pages == (1, 1, 1, 2, 2)
 
 
+def _text_above(pages: dict[int, Any]) -> Any:
+    def above(tab: PdfTable) -> list[str]:
+        blocks = pages[tab.page].get_text("blocks")
+        return [str(b[4]) for b in blocks if b[3] <= tab.bbox[1] + 1]
+
+    return above
+
+
+@pytest.mark.parametrize(("title", "joined"), [("Balance Sheet", False), ("(continued)", True)])
+def test_a_table_its_own_title_introduces_is_no_continuation(title: str, joined: bool) -> None:
+    first, second = _two_pages()
+    header = ["Item", "Price", "Qty"]
+    _draw_table(first, 680.0, [header, ["Apple", "4.50", "3"], ["Pear", "12.05", "10"]])
+    second.insert_text((72, 50), title, fontsize=11)
+    _draw_table(second, 60.0, [header, ["Plum", "0.99", "7"], ["Fig", "2.00", "1"]])
+    tables = find_tables(first, 1) + find_tables(second, 2)
+    heights = {1: first.rect.height, 2: second.rect.height}
+    result = join_continued_tables(tables, heights, _text_above({1: first, 2: second}))
+    assert len(result) == (1 if joined else 2)
+
+
 def test_table_in_middle_of_next_page_is_not_joined() -> None:
     first, second = _two_pages()
     _draw_table(first, 680.0, ROWS)

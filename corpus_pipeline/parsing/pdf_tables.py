@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -674,26 +674,50 @@ def _caption(blocks: list[Any], bbox: Rect) -> str | None:
 
 
 def join_continued_tables(
-    tables: list[PdfTable], page_heights: dict[int, float] | None = None
+    tables: list[PdfTable],
+    page_heights: dict[int, float] | None = None,
+    text_above: Callable[[PdfTable], list[str]] | None = None,
 ) -> list[PdfTable]:
     """Merge a table that continues at the top of the next page into its predecessor.
 
     Continuation = the next page's first table starts in the top part of the page and either
     repeats the header row (the repeat is dropped) or has the same column count with column
     x-positions aligned within 3 % of the width. `page_heights` (page → height) sharpens the
-    top-of-page test; without it an A4 height is assumed.
+    top-of-page test; without it an A4 height is assumed. `text_above` (the text blocks of the
+    table's page above it, running headers and footers removed) rules out a table that a title
+    introduces on its own page: statements set one per page share a header and columns but are
+    not one table. Its caption and a "(continued)" line do not count.
     """
     out: list[PdfTable] = []
     for i, tab in enumerate(tables):
         # In document order, tables[i - 1] is the last table before `tab`: it must sit on the
         # previous page (so it is that page's last table and `tab` is this page's first).
-        if out and tables[i - 1].page == tab.page - 1 and _at_top(tab, page_heights):
+        if (
+            out
+            and tables[i - 1].page == tab.page - 1
+            and _at_top(tab, page_heights)
+            and not _introduced(tab, text_above)
+        ):
             joined = _join(out[-1], tables[i - 1], tab)
             if joined is not None:
                 out[-1] = joined
                 continue
         out.append(tab)
     return out
+
+
+_CONTINUED = re.compile(r"\bcont(?:inued|['’]d|\.)", re.IGNORECASE)
+
+
+def _introduced(tab: PdfTable, text_above: Callable[[PdfTable], list[str]] | None) -> bool:
+    """Text other than its caption or a continuation note stands above the table on its page."""
+    if text_above is None:
+        return False
+    caption = " ".join((tab.caption or "").split())
+    return any(
+        text and text != caption and not _CONTINUED.search(text)
+        for text in (" ".join(t.split()) for t in text_above(tab))
+    )
 
 
 def _at_top(tab: PdfTable, page_heights: dict[int, float] | None) -> bool:

@@ -318,7 +318,22 @@ class _Reader:
         parts = [t for p in pages for t in p.tables]
         if not parts or self.tables is None:
             return {id(t) for t in parts}
-        joined = self.tables.join_continued_tables(parts, {p.number: p.height for p in pages})
+        by_number = {p.number: p for p in pages}
+
+        def text_above(tab: Any) -> list[str]:
+            page = by_number.get(tab.page)
+            if page is None:
+                return []
+            box = _box(tab.bbox)
+            return [
+                " ".join(line.text for line in b.lines)
+                for b in page.blocks
+                if b.bbox[3] <= box[1] + 1 and not _inside(b.bbox, box)
+            ]
+
+        joined = self.tables.join_continued_tables(
+            parts, {p.number: p.height for p in pages}, text_above
+        )
         by_start = {(t.page, tuple(t.bbox)): t for t in joined}
         emit: set[int] = set()
         for p in pages:

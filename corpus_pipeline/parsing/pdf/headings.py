@@ -237,9 +237,13 @@ def classify(seg: Segment, nxt: Segment | None, stats: Stats) -> tuple[Kind | No
     other_font = seg.lines[0].font != stats.body_font and ratio >= 1.05
     depth = numbering_depth(text)
     sentence = text.endswith((".", ":", "!", "?")) and words > 6
+    # A document's own numbering scheme ("PART I", "Item 2.", "Note 7 –") is evidence enough for
+    # a bold line a little smaller than the body text (filings set them at the notes' size).
+    scheme_bold = bold and depth is not None and scheme_level(text) is not None
+    min_ratio = 0.8 if scheme_bold else 0.95
     if (
         depth is not None
-        and ratio >= 0.95
+        and ratio >= min_ratio
         and (larger or bold or isolated or other_font)
         and not sentence
         and words <= 15
