@@ -115,3 +115,13 @@ def test_a_long_pdf_table_becomes_parts_with_exact_pages(tmp_path: Path) -> None
     assert all(t.text.split("\n")[0] == "Segment | Revenue | Operating income" for t in tables)
     labels = [line.split(" | ")[0] for t in tables for line in t.text.split("\n")[1:]]
     assert labels == [f"Segment {i}" for i in range(1, 121)]
+
+
+def test_a_page_of_empty_rows_is_one_part_not_an_error() -> None:
+    # A map legend or drawn grid: text on the first page, empty cells on the next.
+    rows = [HEADER, *BODY, *[["", ""] for _ in range(6)]]
+    pages = (1,) * 13 + (2,) * 6
+    parts = split_rows(grid(rows, pages=pages), 20, words)
+    assert [p.pages() for p in parts][-1] == [2]
+    body = [line for p in parts for line in p.to_text().split("\n")[2:]]
+    assert body == [f"item{i} | {i}.00" for i in range(12)]

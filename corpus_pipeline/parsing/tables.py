@@ -126,7 +126,7 @@ def split_rows(grid: TableGrid, max_tokens: int, count: Callable[[str], int]) ->
     cuts = [head]
     for start, end in runs:
         total = sum(costs[start:end])
-        target = total / math.ceil(total / budget)
+        target = total / max(1, math.ceil(total / budget))  # a run of empty rows: one part
         used = 0
         for row in range(start, end):
             if used and row not in spanned and used + costs[row] > target:
