@@ -390,3 +390,41 @@ def test_the_agent_reads_the_classic_hits_first_in_their_order(corpus):
     assert len(expected) >= 3
     assert read[: len(expected)] == expected
     assert all(r.agent_score >= HIT_SCORE for r in response.results[: len(expected)])
+
+
+def _long_sections() -> str:
+    """Six sections of ~300 tokens, each about mussels to a different degree."""
+    filler = "The survey team counted birds along the shore every morning at dawn. "
+    parts = ["# Lake survey\n"]
+    for i in range(6):
+        mussels = "Tufted ducks dive for mussels here. " * (6 - i)
+        parts.append(f"## Station {i}\n\n{mussels}{filler * 16}\n")
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def long_corpus(tmp_path_factory):
+    settings = load_settings(home=tmp_path_factory.mktemp("agentic-long"))
+    build_documents(settings, {"survey.md": _long_sections(), "geese.md": GEESE})
+    for i in range(12):
+        build_documents(settings, {f"notes/{i}.md": f"# Note {i}\n\nA note {i} on the lake.\n"})
+    publish(settings)
+    return settings, open_revision(settings.published_dir, "default")
+
+
+@pytest.mark.parametrize("budget", [2000, 2400, 3000])
+def test_a_tight_budget_still_returns_every_classic_hit_in_its_order(long_corpus, budget):
+    import re
+
+    from corpus_pipeline.contracts.search import SearchRequest
+    from query_service.classic import classic_search
+
+    query = "Where do tufted ducks dive for mussels?"
+    classic = classic_search(long_corpus[1], SearchRequest(query=query, top_k=6))
+    response = ask(long_corpus, query, token_budget=budget, top_k=6)
+    whole = list(dict.fromkeys(re.findall(r"\[chunk ([0-9a-f]+)", response.evidence_text)))
+    read = whole + [r.chunk_id for r in response.fallback_results]
+    hits = [r.chunk_id for r in classic.results]
+    assert len(hits) == 6
+    assert response.fallback_results, "the budget cannot hold every hit whole"
+    assert [c for c in read if c in hits] == hits

@@ -160,24 +160,30 @@ def test_label_phrases_are_the_numbered_parts_a_query_names():
     assert label_phrases("How do tufted ducks feed?") == []
 
 
-def test_the_term_channel_ranks_the_part_a_query_names_by_its_label_first(tmp_path):
+def _published_with(tmp_path, files: dict[str, str]):
+    """A revision of `files` beside two unrelated documents (enough chunks to be ranked)."""
     from corpus_pipeline.settings import load_settings
 
     settings = load_settings(home=tmp_path)
     build_documents(
         settings,
+        {**files, "ducks.md": FILES["ducks.md"], "iso-notes.md": FILES["iso-notes.md"]},
+    )
+    publish(settings)
+    return open_revision(settings.published_dir, "default")
+
+
+def test_the_term_channel_ranks_the_part_a_query_names_by_its_label_first(tmp_path):
+    revision = _published_with(
+        tmp_path,
         {
             "plan.md": (
                 "# Plan\n\n## Appendix C\n\nStrengths: reliable funding.\n\n"
                 "## Appendix D\n\nStrengths and weaknesses review: many strengths and many "
                 "weaknesses, strengths listed first, weaknesses second.\n"
             ),
-            "ducks.md": FILES["ducks.md"],
-            "iso-notes.md": FILES["iso-notes.md"],
         },
     )
-    publish(settings)
-    revision = open_revision(settings.published_dir, "default")
     response = classic_search(
         revision,
         SearchRequest(
@@ -187,3 +193,28 @@ def test_the_term_channel_ranks_the_part_a_query_names_by_its_label_first(tmp_pa
         ),
     )
     assert response.results[0].section_path == ["Plan", "Appendix C"]
+
+
+def test_an_answer_format_instruction_does_not_pull_in_pages_that_say_format(tmp_path):
+    revision = _published_with(
+        tmp_path,
+        {
+            "grille.md": (
+                "# Service manual\n\n## Replacing the grille\n\nUnclip the grille, lift it off and "
+                "press the new grille into place: three steps.\n"
+            ),
+            "export.md": (
+                "# Export\n\n## Answer file format\n\nWrite the answer file in integer format "
+                "or string format; the format of every answer is written down as a list.\n"
+            ),
+        },
+    )
+    response = classic_search(
+        revision,
+        SearchRequest(
+            query="How do I replace the grille? Please write down the answer in integer format.",
+            top_k=2,
+            weights={"path": 1.0, "term": 1.0},  # the channels without function words
+        ),
+    )
+    assert [r.source_file_name for r in response.results] == ["grille.md"]

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 from corpus_pipeline.contracts import ChunkType
@@ -37,6 +40,7 @@ from corpus_pipeline.index import channels as ch
 from corpus_pipeline.publish import tables as t
 from query_service.budget import BudgetExhausted, TokenBudget, tokens_of
 from query_service.classic import classic_search
+from query_service.instructions import search_text
 from query_service.planner import Planner, layers
 from query_service.records import RunRecorder
 from query_service.revision import Revision
@@ -46,6 +50,7 @@ MAX_VISITED_SECTIONS = 60
 # Discovery hits rank above everything navigation adds (section scores stay below 1.2), in
 # their discovery order.
 HIT_SCORE = 2.0
+MAX_CACHED_DOCUMENTS = 64
 STEP_WORKERS = 4
 PLANNER_RESERVE = 2048
 _STOP_STEMS = frozenset(t for w in STOP_WORDS for t in ch.analyze("content", w))
@@ -100,15 +105,23 @@ class StepOutcome:
 
 
 class _DocCache:
-    """Sections and chunk rows of the documents a run touches (read once per run). Sections
-    are keyed by id: two sections with the same title path are two nodes of the tree."""
+    """Sections and chunk rows of the documents runs touch, read once per revision and shared
+    by its requests (a long filing's rows take longer to read than a step takes to rank them);
+    the MAX_CACHED_DOCUMENTS most recently used are kept. Sections are keyed by id: two
+    sections with the same title path are two nodes of the tree."""
 
     def __init__(self, revision: Revision) -> None:
         self.revision = revision
         self._sections: dict[str, dict[Sid, dict[str, Any]]] = {}
         self._children: dict[str, dict[Sid, list[Sid]]] = {}
-        self._chunks: dict[str, list[dict[str, Any]]] = {}
+        self._chunks: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._placed: dict[str, dict[Sid, list[dict[str, Any]]]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, revision: Revision) -> _DocCache:
+        cache: _DocCache = revision.memo("agentic-documents", lambda: cls(revision))
+        return cache
 
     def sections(self, document_id: str) -> dict[Sid, dict[str, Any]]:
         if document_id not in self._sections:
@@ -150,17 +163,25 @@ class _DocCache:
         return self._placed[document_id].get(sid, [])
 
     def chunks(self, document_id: str) -> list[dict[str, Any]]:
-        if document_id not in self._chunks:
-            rows = (
-                self.revision.table(t.CHUNKS)
-                .search()
-                .where(f"document_id = {t.quote(document_id)}")
-                .limit(None)
-                .to_list()
-            )
-            rows.sort(key=lambda r: r["sort_order"])
+        with self._lock:
+            cached = self._chunks.get(document_id)
+            if cached is not None:
+                self._chunks.move_to_end(document_id)
+                return cached
+        rows: list[dict[str, Any]] = (
+            self.revision.table(t.CHUNKS)
+            .search()
+            .where(f"document_id = {t.quote(document_id)}")
+            .limit(None)
+            .to_list()
+        )
+        rows.sort(key=lambda r: r["sort_order"])
+        with self._lock:
             self._chunks[document_id] = rows
-        return self._chunks[document_id]
+            while len(self._chunks) > MAX_CACHED_DOCUMENTS:
+                evicted, _ = self._chunks.popitem(last=False)
+                self._placed.pop(evicted, None)
+        return rows
 
 
 def _terms(text: str) -> set[str]:
@@ -184,8 +205,15 @@ def _coverage(terms: dict[str, float], text: str) -> float:
     total = sum(terms.values())
     if total <= 0:
         return 0.0
-    present = set(ch.analyze("content", text))
+    present = _term_set(text)
     return sum(w for t, w in terms.items() if t in present) / total
+
+
+@lru_cache(maxsize=8192)
+def _term_set(text: str) -> frozenset[str]:
+    """A text's analysed terms; navigation scores the same sections and chunks for many
+    queries, and analysing them is most of a step's time on long filings."""
+    return frozenset(ch.analyze("content", text))
 
 
 def _excluded_path(path: Path_, request: AgenticRequest) -> bool:
@@ -227,7 +255,7 @@ def _run_step(
     discovered: dict[str, SearchResult] = {r.chunk_id: r for r in discovery.results}
     hit_rank = {r.chunk_id: rank for rank, r in enumerate(discovery.results)}
     lead = 1 if step.query == " ".join(request.query.split()) else 0
-    terms = _idf_weights(revision, _terms(step.query))
+    terms = _idf_weights(revision, _terms(search_text(step.query)))
     # Navigation: BFS over the section tree from every discovered place (bounded).
     # `proximity`: the best discovery score (relative to the step's best) of the hits a section
     # holds, halved per hop of the tree away from them.
@@ -308,6 +336,17 @@ def _run_step(
             if only_hits and hit is None:
                 continue
             rendered = render_chunk(revision, row, by_id)
+            # The rendered text holds its embedded tables: it cites their pages too.
+            pages = sorted(
+                {
+                    *(row["pages"] or []),
+                    *(
+                        page
+                        for target in embeds.get(row["chunk_id"], [])
+                        for page in (by_id.get(target, {}).get("pages") or [])
+                    ),
+                }
+            )
             if hit is not None:
                 # By discovery rank: the whole question's hits first, then the parts' hits
                 # interleaved rank by rank.
@@ -322,7 +361,7 @@ def _run_step(
                 source_file_name=row["source_path"],
                 section_path=list(path),
                 section_id=sid or None,
-                pages=list(row["pages"] or []),
+                pages=pages,
                 agent_score=agent_score,
                 discovery_score=hit.score if hit else 0.0,
                 step_id=step.id,
@@ -334,7 +373,7 @@ def _run_step(
                         source_file_name=row["source_path"],
                         section_path=list(path),
                         section_id=sid or None,
-                        pages=list(row["pages"] or []),
+                        pages=pages,
                     )
                 ],
                 resource=rendered.resources[-1]
@@ -509,7 +548,7 @@ def agentic_search(
 ) -> AgenticResponse:
     started = time.perf_counter()
     budget = TokenBudget(request.token_budget)
-    docs = _DocCache(revision)
+    docs = _DocCache.of(revision)
     # Plan (an LLM planner reserves before it calls and commits what it used).
     model_used = 0
     reservation = (
@@ -575,6 +614,22 @@ def agentic_search(
             candidates.sort(
                 key=lambda e: (-e.result.agent_score, -e.result.discovery_score, e.result.chunk_id)
             )
+            # Room for a preview of every hit is held first: a hit the evidence cannot hold
+            # whole is still returned (as a fallback result), so the agent never sees fewer
+            # places than classic search would return.
+            # (As many as fit, best first.)
+            previews: dict[str, int] = {}
+            preview_hold = 0
+            for f in (f for s in layer for f in outcomes[s.id].fallback):
+                if f.chunk_id in admitted_ids or f.chunk_id in previews:
+                    continue
+                if len(previews) == request.top_k:
+                    break
+                try:
+                    preview_hold += budget.reserve(_result_cost(f) + 4)
+                except BudgetExhausted:
+                    break
+                previews[f.chunk_id] = _result_cost(f) + 4
             seen_layer: set[str] = set()
             for item in candidates:
                 if item.result.chunk_id in seen_layer:
@@ -583,17 +638,34 @@ def agentic_search(
                 cost = tokens_of(item.text) + _result_cost(item.result) + 24
                 available += cost
                 hit = item.result.agent_score >= HIT_SCORE
-                if not hit and hits_left_out:
-                    continue  # context is read only once every hit is
+                if hits_left_out:
+                    # Hits are read in rank order: once one is left out (a preview), later
+                    # ones are previews after it, and context is read only once every hit is.
+                    continue
+                covers = [
+                    c
+                    for c in (
+                        item.result.chunk_id,
+                        *_embedded_targets(docs, item.document_id, item.result.chunk_id),
+                    )
+                    if c in previews
+                ]
+                freed = sum(previews[c] for c in covers)  # admitted whole, no preview needed
+                budget.release(freed)
                 try:
                     held = budget.reserve(cost)
                 except BudgetExhausted:
+                    budget.reserve(freed)  # just released: it fits again
                     exhausted = True  # this one does not fit; smaller evidence still may
                     hits_left_out |= hit  # it stays a (preview) fallback result
                     continue
+                for c in covers:
+                    del previews[c]
+                preview_hold -= freed
                 budget.commit(held, cost, item.step_id)
                 admitted.append(item)
                 admitted_ids.add(item.result.chunk_id)
+            budget.release(preview_hold)  # the fallback admission below spends it
             for s in layer:
                 outcome = outcomes[s.id]
                 outlines.extend(outcome.outlines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from corpus_pipeline.enrich.tokens import count_tokens
 
@@ -48,5 +49,8 @@ class TokenBudget:
             self.reserved -= reservation
 
 
+@lru_cache(maxsize=8192)
 def tokens_of(text: str) -> int:
+    """Token count, remembered: the same chunks and their result records are counted again
+    for every request that reads them."""
     return count_tokens(text)

@@ -26,6 +26,7 @@ from corpus_pipeline.contracts.search import (
 from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.index import channels as ch
 from query_service.fusion import weighted_rrf
+from query_service.instructions import search_text
 from query_service.revision import Revision
 
 MAX_QUERY_TERMS = 64
@@ -319,16 +320,17 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                 results.append(result)
     else:
         depth = max(MIN_DEPTH, request.top_k * 5)
+        query_text = search_text(request.query)
         terms = {
-            channel: shape_query(channel, request.query)
+            channel: shape_query(channel, query_text)
             for channel in CHANNELS
             if weights.get(channel, 0) > 0 and channel != "document"
         }
-        labels = label_phrases(request.query)
+        labels = label_phrases(query_text)
         documents: list[str] = []
         if weights.get("document", 0) > 0:
             named = revision.cards().rank(
-                shape_query("path", request.query), PRIOR_DOCUMENTS, NAME_SHARE
+                shape_query("path", query_text), PRIOR_DOCUMENTS, NAME_SHARE
             )
             documents = [document_id for document_id, _ in named]
         while True:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from corpus_pipeline.contracts.agentic import MAX_PLAN_STEPS, AgenticRequest, Plan, PlanStep
+from query_service.instructions import search_text
 
 
 class InvalidPlan(ValueError):
@@ -111,7 +112,10 @@ class RulePlanner:
                         PlanStep(id="s3", query=f"{lead} {match['b']}".strip(), chunk_types=types),
                     ],
                 )
-        parts = [p.strip(" ,?.") for p in _PART_SPLIT.split(query) if len(p.split()) >= 3]
+        # Answer-format instructions ("Write the answer in int format") are never a step.
+        parts = [
+            p.strip(" ,?.") for p in _PART_SPLIT.split(search_text(query)) if len(p.split()) >= 3
+        ]
         if len(parts) < 2:
             return Plan(planner=self.name, steps=[whole])
         steps: list[PlanStep] = []

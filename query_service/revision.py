@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ class Revision:
     _tables: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _cards: DocumentCards | None = None
+    _memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def number(self) -> int:
@@ -53,6 +55,14 @@ class Revision:
                 table.checkout(self.pointer.lance_versions[name])
                 self._tables[name] = table
             return self._tables[name]
+
+    def memo(self, key: str, factory: Callable[[], Any]) -> Any:
+        """A reader's derived state shared by every request on this revision (a revision never
+        changes, so what is read from it once stays true until the next one is loaded)."""
+        with self._lock:
+            if key not in self._memo:
+                self._memo[key] = factory()
+            return self._memo[key]
 
     def cards(self) -> DocumentCards:
         """The documents' cards for the document prior (built on first use, then shared: a
