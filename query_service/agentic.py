@@ -51,6 +51,7 @@ MAX_VISITED_SECTIONS = 60
 # their discovery order.
 HIT_SCORE = 2.0
 MAX_CACHED_DOCUMENTS = 64
+PREVIEW_SHARE = 0.5  # of the budget left, at most, held for hit previews
 STEP_WORKERS = 4
 PLANNER_RESERVE = 2048
 _STOP_STEMS = frozenset(t for w in STOP_WORDS for t in ch.analyze("content", w))
@@ -617,19 +618,19 @@ def agentic_search(
             # Room for a preview of every hit is held first: a hit the evidence cannot hold
             # whole is still returned (as a fallback result), so the agent never sees fewer
             # places than classic search would return.
-            # (As many as fit, best first.)
+            # (Best first, within PREVIEW_SHARE of what is left: a small budget still reads its
+            # best hits whole.)
             previews: dict[str, int] = {}
             preview_hold = 0
+            room = int(PREVIEW_SHARE * budget.remaining)
             for f in (f for s in layer for f in outcomes[s.id].fallback):
                 if f.chunk_id in admitted_ids or f.chunk_id in previews:
                     continue
-                if len(previews) == request.top_k:
+                cost = _result_cost(f) + 4
+                if len(previews) == request.top_k or preview_hold + cost > room:
                     break
-                try:
-                    preview_hold += budget.reserve(_result_cost(f) + 4)
-                except BudgetExhausted:
-                    break
-                previews[f.chunk_id] = _result_cost(f) + 4
+                preview_hold += budget.reserve(cost)
+                previews[f.chunk_id] = cost
             seen_layer: set[str] = set()
             for item in candidates:
                 if item.result.chunk_id in seen_layer:
@@ -644,9 +645,11 @@ def agentic_search(
                     continue
                 covers = [
                     c
-                    for c in (
-                        item.result.chunk_id,
-                        *_embedded_targets(docs, item.document_id, item.result.chunk_id),
+                    for c in dict.fromkeys(  # a table embedded twice is covered once
+                        (
+                            item.result.chunk_id,
+                            *_embedded_targets(docs, item.document_id, item.result.chunk_id),
+                        )
                     )
                     if c in previews
                 ]
