@@ -117,6 +117,7 @@ class _DocCache:
         self._children: dict[str, dict[Sid, list[Sid]]] = {}
         self._chunks: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._placed: dict[str, dict[Sid, list[dict[str, Any]]]] = {}
+        self._by_id: dict[str, dict[str, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -163,6 +164,14 @@ class _DocCache:
             self._placed[document_id] = placed
         return self._placed[document_id].get(sid, [])
 
+    def by_id(self, document_id: str) -> dict[str, dict[str, Any]]:
+        """A document's chunk rows by chunk id (indexed once, like `rows_in`)."""
+        index = self._by_id.get(document_id)
+        if index is None:
+            index = {r["chunk_id"]: r for r in self.chunks(document_id)}
+            self._by_id[document_id] = index
+        return index
+
     def chunks(self, document_id: str) -> list[dict[str, Any]]:
         with self._lock:
             cached = self._chunks.get(document_id)
@@ -182,6 +191,7 @@ class _DocCache:
             while len(self._chunks) > MAX_CACHED_DOCUMENTS:
                 evicted, _ = self._chunks.popitem(last=False)
                 self._placed.pop(evicted, None)
+                self._by_id.pop(evicted, None)
         return rows
 
 
@@ -312,7 +322,7 @@ def _run_step(
         section = docs.sections(document_id).get(sid)
         path = docs.path(document_id, sid)
         rows = docs.rows_in(document_id, sid)
-        by_id = {r["chunk_id"]: r for r in docs.chunks(document_id)}
+        by_id = docs.by_id(document_id)
         embeds = {
             r["chunk_id"]: [
                 c["target"]
@@ -441,7 +451,7 @@ def preview(content: str) -> str:
 
 
 def _embedded_targets(docs: _DocCache, document_id: str, chunk_id: str) -> list[str]:
-    row = next((r for r in docs.chunks(document_id) if r["chunk_id"] == chunk_id), None)
+    row = docs.by_id(document_id).get(chunk_id)
     if row is None:
         return []
     return [
