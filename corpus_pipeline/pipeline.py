@@ -72,6 +72,7 @@ class ParseOutput(_Record):
     seconds: float
     pages_parsed: int | None = None
     truncated: bool = False
+    declared_date: str | None = None
 
 
 class ChunksOutput(_Record):
@@ -183,6 +184,7 @@ def run_parse(
         seconds=time.perf_counter() - started,
         pages_parsed=max((p for r in rows for p in r.page_numbers), default=None),
         truncated=any(d.code == "parse.budget_exceeded" for d in ctx.diagnostics.items),
+        declared_date=ctx.declared_date.isoformat() if ctx.declared_date else None,
     )
 
 
@@ -356,11 +358,14 @@ def assemble_document(
         if p.is_file()
     }
     headings = read_headings(parse_dir).headings
+    source_date = record.document_date.isoformat() if record.document_date else None
     manifest = Manifest(
         document_id=record.document_id,
         namespace=record.namespace,
         source_file_name=record.source_file_name,
         title=parsed.title,
+        document_date=source_date or parsed.declared_date,
+        document_date_source="upload" if source_date else "file" if parsed.declared_date else None,
         source=SourceInfo(
             source_file_name=record.source_file_name,
             namespace=record.namespace,
@@ -372,7 +377,7 @@ def assemble_document(
             format=profile.format.value,
             source_kind=record.source_kind.value,
             organizational_unit=record.organizational_unit,
-            document_date=record.document_date.isoformat() if record.document_date else None,
+            document_date=source_date,
         ),
         profile=profile,
         parser=profile.routing.strategy,

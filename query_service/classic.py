@@ -7,7 +7,7 @@ import re
 import time
 from collections.abc import Sequence
 from datetime import date
-from typing import Any
+from typing import Any, cast
 
 import tantivy
 
@@ -27,6 +27,7 @@ from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.index import channels as ch
 from query_service.fusion import weighted_rrf
 from query_service.instructions import search_text
+from query_service.recency import asks_for_latest, superseded
 from query_service.revision import Revision
 
 MAX_QUERY_TERMS = 64
@@ -237,12 +238,19 @@ def filter_query(request: SearchRequest) -> tantivy.Query | None:
 
 
 def _result(
-    payload: dict[str, Any], score: float, ranks: dict[str, int], request: SearchRequest
+    payload: dict[str, Any],
+    score: float,
+    ranks: dict[str, int],
+    request: SearchRequest,
+    superseded: frozenset[str] = frozenset(),
 ) -> SearchResult | None:
-    """A cited result, or None when exclusions remove every place the content occurs."""
+    """A cited result, or None when exclusions remove every place the content occurs; a place
+    in a superseded document is cited after the others."""
     locations = [loc for loc in payload["occurrences"] if not _excluded(loc, request)]
     if not locations:
         return None
+    if superseded:
+        locations.sort(key=lambda loc: loc["document_id"] in superseded)
     first = locations[0]
     return SearchResult(
         content=payload["content"],
@@ -299,6 +307,24 @@ def _payload(revision: Revision, address: tantivy.DocAddress) -> dict[str, Any]:
     return ch.decode_stored(revision.searcher.doc(address)[ch.F_STORED][0])
 
 
+def superseded_documents(revision: Revision) -> frozenset[str]:
+    """The revision's documents that a later member of their series supersedes (read once)."""
+
+    def load() -> frozenset[str]:
+        rows = (
+            revision.table("documents")
+            .search()
+            .select(["document_id", "source_file_name", "document_date"])
+            .limit(None)
+            .to_list()
+        )
+        return superseded(
+            (r["document_id"], r["source_file_name"], r["document_date"]) for r in rows
+        )
+
+    return cast(frozenset[str], revision.memo("superseded", load))
+
+
 def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse:
     started = time.perf_counter()
     type_filter = filter_query(request)
@@ -327,6 +353,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             if weights.get(channel, 0) > 0 and channel != "document"
         }
         labels = label_phrases(query_text)
+        older = superseded_documents(revision) if asks_for_latest(query_text) else frozenset()
         documents: list[str] = []
         if weights.get("document", 0) > 0:
             named = revision.cards().rank(
@@ -395,13 +422,14 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                 ranked["document"] = keys
             results = []
             for fused in weighted_rrf(ranked, weights, scores=channel_scores):
-                result = _result(
-                    _payload(revision, addresses[fused.key]), fused.score, fused.ranks, request
-                )
+                payload = _payload(revision, addresses[fused.key])
+                result = _result(payload, fused.score, fused.ranks, request, older)
                 if result is not None:
                     results.append(result)
-                    if len(results) == request.top_k:
+                    if len(results) == request.top_k and not older:
                         break
+            if older:
+                results.sort(key=lambda r: r.document_id in older)
             if len(results) >= request.top_k or exhausted:
                 break
             depth *= 4

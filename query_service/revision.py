@@ -36,7 +36,7 @@ class Revision:
     index: tantivy.Index
     searcher: tantivy.Searcher
     _tables: dict[str, Any] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
     _cards: DocumentCards | None = None
     _memo: dict[str, Any] = field(default_factory=dict)
 
@@ -58,7 +58,8 @@ class Revision:
 
     def memo(self, key: str, factory: Callable[[], Any]) -> Any:
         """A reader's derived state shared by every request on this revision (a revision never
-        changes, so what is read from it once stays true until the next one is loaded)."""
+        changes, so what is read from it once stays true until the next one is loaded). The
+        factory may open the revision's tables: the lock is reentrant."""
         with self._lock:
             if key not in self._memo:
                 self._memo[key] = factory()

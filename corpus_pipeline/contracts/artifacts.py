@@ -221,6 +221,14 @@ class Manifest(_Model):
     namespace: str
     source_file_name: str
     title: str
+    document_date: str | None = Field(
+        default=None,
+        description="ISO date the document is filed under: the uploader's, else the one its "
+        "file's metadata declares (see document_date_source).",
+    )
+    document_date_source: Literal["upload", "file"] | None = Field(
+        default=None, description="Where document_date comes from."
+    )
     source: SourceInfo
     profile: DocumentProfile
     parser: str = Field(description="Parser strategy that produced the rows.")

@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -283,6 +284,9 @@ class ParseContext:
     # The title the file declares in its metadata (PDF info, Office core properties), as read;
     # `corpus_pipeline.titles` decides whether it names the document.
     declared_title: str | None = None
+    # The date the file's metadata declares (`corpus_pipeline.dates`); the document's date when
+    # the uploader gave none.
+    declared_date: date | None = None
     resources: ResourceSink = field(init=False)
 
     def __post_init__(self) -> None:

@@ -23,6 +23,7 @@ from urllib.parse import unquote
 from lxml import etree
 
 from corpus_pipeline.contracts import LinkSpan, RowType
+from corpus_pipeline.dates import declared_office_date
 from corpus_pipeline.errors import CorruptDocumentError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.tables import GridBuilder, TableGrid
@@ -955,5 +956,7 @@ def parse_docx(ctx: ParseContext) -> None:
     """Emit the document body's blocks in source order (see the module docstring for why)."""
     document = _open(ctx.source_path, ctx)
     ctx.declared_title = document.core_properties.title or None
+    core = document.core_properties
+    ctx.declared_date = declared_office_date(core.created, core.modified)
     reader = _Reader(ctx, document)
     _BodyWalker(reader).blocks(reader.body, _Locator("body"), in_toc=False)

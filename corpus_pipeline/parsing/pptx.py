@@ -20,6 +20,7 @@ from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 
 from corpus_pipeline.contracts import RowType
+from corpus_pipeline.dates import declared_office_date
 from corpus_pipeline.parsing.base import ParseContext, load_or_corrupt
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
 
@@ -36,6 +37,8 @@ def parse_pptx(ctx: ParseContext) -> None:
         "pptx", "presentation", lambda: Presentation(str(ctx.source_path))
     )
     ctx.declared_title = presentation.core_properties.title or None
+    core = presentation.core_properties
+    ctx.declared_date = declared_office_date(core.created, core.modified)
     authors = _comment_authors(presentation)
     for number, slide in enumerate(presentation.slides, start=1):
         if slide._element.get("show") in ("0", "false"):

@@ -320,6 +320,14 @@ def _write_pointer(ns_dir: Path, pointer: RevisionPointer) -> None:
     os.replace(tmp, ns_dir / CURRENT)
 
 
+def _document_date(record: SourceRecord, manifest: Manifest) -> str | None:
+    """The uploader's date, else the one the file declares; a manifest written before file
+    dates were read carries neither, so the uploader's is read from the record."""
+    if manifest.document_date:
+        return manifest.document_date
+    return record.document_date.isoformat() if record.document_date else None
+
+
 def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, Any]:
     """One place a chunk occurs, with the document attributes that search filters test."""
     return {
@@ -333,7 +341,7 @@ def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, A
         "document_type": manifest.profile.format.value,
         "source": record.source_kind.value,
         "organizational_unit": record.organizational_unit,
-        "document_date": record.document_date.isoformat() if record.document_date else None,
+        "document_date": _document_date(record, manifest),
     }
 
 
@@ -661,7 +669,9 @@ def _document_row(
         "title": manifest.title,
         "source_kind": record.source_kind.value,
         "organizational_unit": record.organizational_unit,
-        "document_date": record.document_date,
+        "document_date": date.fromisoformat(day)
+        if (day := _document_date(record, manifest))
+        else None,
         "chunk_count": chunk_count,
         "signature": signature,
         "manifest": manifest.model_dump_json(by_alias=True),

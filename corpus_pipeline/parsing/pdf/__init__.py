@@ -19,6 +19,7 @@ from typing import Any
 import pymupdf
 
 from corpus_pipeline.contracts import PdfProfile, PdfTocEntry, RowType
+from corpus_pipeline.dates import declared_pdf_date
 from corpus_pipeline.enrich.llm import ChatModel
 from corpus_pipeline.parsing.base import ParseContext, part_errors
 from corpus_pipeline.parsing.pdf.headings import (
@@ -86,6 +87,7 @@ def parse_pdf(ctx: ParseContext) -> None:
     doc = open_pdf(ctx.source_path, ctx.password)
     try:
         ctx.declared_title = (doc.metadata or {}).get("title") or None
+        ctx.declared_date = declared_pdf_date(doc.metadata)
         pdf = ctx.profile.pdf
         if pdf is None:
             pdf, _ = profile_pdf(doc, _setting(ctx, "pdf_split_pages"))
