@@ -68,9 +68,11 @@ fix: setup
 ## bench: quality and speed benchmarks, results in benchmarks/results/ (search_latency builds
 ## 10k/100k/1M-chunk corpora: ~20 min and ~12 GB RAM cold, ~1 min cached; BENCH_ARGS=--quick skips 1M;
 ## realworld_ingest ingests ../shared/realworld + ../shared/corpus through `corpus ingest`: ~30-60 min;
-## realworld_quality ingests ../shared/realworld again and asks its 199 questions: ~35 min)
+## realworld_quality ingests ../shared/realworld again and asks its 199 questions: ~30 min;
+## ingest_speed: the 20 10-Q filings per stage, then ingested with 1 and 2 workers: ~8 min)
 bench: setup
 	$(BIN)/python -m benchmarks.structure_quality
+	$(BIN)/python -m benchmarks.ingest_speed
 	$(BIN)/python -m benchmarks.search_quality
 	$(BIN)/python -m benchmarks.realworld_ingest
 	$(BIN)/python -m benchmarks.realworld_quality

@@ -31,7 +31,7 @@ from corpus_pipeline.contracts import (
     ResourceEntry,
     RowType,
 )
-from corpus_pipeline.enrich.text import keywords, split_sentences
+from corpus_pipeline.enrich.text import chunk_keywords, sentence_spans
 from corpus_pipeline.enrich.tokens import count_tokens
 from corpus_pipeline.ids import chunk_id_for
 from corpus_pipeline.textedit import Edit, apply_edits, shift_offset
@@ -255,29 +255,10 @@ def _split_long(pieces: list[_Piece], options: ChunkingOptions) -> list[_Piece]:
     return out
 
 
-def _sentence_spans(text: str, language: str | None) -> list[tuple[int, int]]:
-    """(start, end) of each sentence in `text`, located in order (robust to any cleaning)."""
-    spans: list[tuple[int, int]] = []
-    offset = 0
-    for sentence in split_sentences(text, language):
-        core = sentence.strip()
-        if not core:
-            continue
-        start = text.find(core, offset)
-        if start < 0:
-            # The segmenter altered the text: keep the rest as one span (word windows split it).
-            rest = len(text) - len(text[offset:].lstrip())
-            spans.append((rest, len(text.rstrip())))
-            return spans
-        spans.append((start, start + len(core)))
-        offset = start + len(core)
-    return spans
-
-
 def _bounded_spans(text: str, options: ChunkingOptions) -> list[tuple[int, int]]:
     parts: list[tuple[int, int]] = []
     current: tuple[int, int] | None = None
-    for start, end in _sentence_spans(text, options.language):
+    for start, end in sentence_spans(text, options.language):
         if count_tokens(text[start:end]) > options.max_tokens:
             if current:
                 parts.append(current)
@@ -433,7 +414,11 @@ def _dedupe(drafts: list[_Draft], options: ChunkingOptions) -> list[Chunk]:
         else:
             by_id[cid] = (draft, [occurrence], order)
     chunks: list[Chunk] = []
-    for cid, (draft, occurrences, order) in by_id.items():
+    texts = [draft.hash_text for draft, _, _ in by_id.values()]
+    keywords = chunk_keywords(texts, options.keywords_per_chunk)
+    for (cid, (draft, occurrences, order)), chunk_words in zip(
+        by_id.items(), keywords, strict=True
+    ):
         pages = sorted({p for occ in occurrences for p in occ.page_nums})
         if draft.chunk_type is ChunkType.TEXT:
             summary = options.summarize(draft.hash_text)
@@ -445,7 +430,7 @@ def _dedupe(drafts: list[_Draft], options: ChunkingOptions) -> list[Chunk]:
             summary=summary,
             page_nums=pages,
             tokens=count_tokens(draft.content),
-            keywords=keywords(draft.hash_text, options.keywords_per_chunk, options.language),
+            keywords=chunk_words,
             file_path=draft.file_path,
             order=order,
             connect_to=draft.connect_to,

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
 from dagster_shared.error import SerializableErrorInfo
 
-from corpus_pipeline.contracts import Manifest, SourceKind
+from corpus_pipeline.contracts import Manifest, SourceKind, SourceRecord
 from corpus_pipeline.defs.checks import (
     CHECK_LABELS,
     chunks_honour_contract,
@@ -205,48 +207,40 @@ def _skipped_parts(directory: Path) -> dict[str, int]:
     return dict(sorted(lost.items()))
 
 
-def ingest(
-    paths: Iterable[Path],
-    settings: CorpusSettings,
-    namespace: str | None = None,
-    organizational_unit: str | None = None,
-    on_progress: Callable[[IngestResult], None] | None = None,
-    password: str | None = None,
-) -> list[IngestResult]:
-    """Ingest files; `password` opens encrypted PDFs and lives only in process memory."""
-    ns = namespace or settings.namespace
-    files = collect_files(paths)
-    registry = SourceRegistry(ObjectStore(settings.object_store))
-    instance = dagster_instance(settings)
-    resources = resources_for(settings)
-    assets = [
-        *DOCUMENT_ASSETS,
-        chunks_honour_contract,
-        nav_honours_contract,
-        document_directory_honours_contract,
-    ]
-    results: list[IngestResult] = []
-    for path, name in files:
-        started = time.perf_counter()
-        outcome = IngestResult(path=path, source_file_name=name)
+@dataclass
+class _Job:
+    """One file to materialise, registered (stored durably) by the caller."""
+
+    index: int
+    result: IngestResult
+    record: SourceRecord
+    started: float
+
+
+@dataclass
+class _Runner:
+    """What a process needs to materialise documents: built once per process, because the
+    instance and the definitions cost far more than one small document's run."""
+
+    settings: CorpusSettings
+    instance: dg.DagsterInstance
+    resources: dict[str, object]
+
+    @classmethod
+    def of(cls, settings: CorpusSettings) -> _Runner:
+        return cls(settings, dagster_instance(settings), resources_for(settings))
+
+    def run(self, job: _Job, namespace: str, password: str | None) -> IngestResult:
+        outcome, record, settings = job.result, job.record, self.settings
         try:
-            data = path.read_bytes()
-            if len(data) > settings.max_file_bytes:
-                raise InvalidInputError(
-                    "file", f"{len(data)} bytes exceeds the limit of {settings.max_file_bytes}"
-                )
-            record = registry.register(data, name, ns, SourceKind.CLI, organizational_unit)
-            outcome.document_id = record.document_id
-            if not instance.has_dynamic_partition(DOCUMENTS_PARTITION, record.document_id):
-                instance.add_dynamic_partitions(DOCUMENTS_PARTITION, [record.document_id])
             with document_password(record.document_id, password):
                 run = dg.materialize(
-                    assets,
+                    _ASSETS,
                     partition_key=record.document_id,
-                    instance=instance,
-                    resources=resources,
+                    instance=self.instance,
+                    resources=self.resources,
                     raise_on_error=False,
-                    tags={"corpus/namespace": ns, "corpus/trigger": "cli"},
+                    tags={"corpus/namespace": namespace, "corpus/trigger": "cli"},
                     run_config=_QUIET,
                 )
             checks = _failed_checks(run) if run.success else []
@@ -272,12 +266,100 @@ def ingest(
                 shutil.rmtree(settings.work_dir / record.document_id, ignore_errors=True)
         except CorpusError as exc:
             outcome.error = str(exc)
+        outcome.seconds = time.perf_counter() - job.started
+        return outcome
+
+
+_ASSETS = [
+    *DOCUMENT_ASSETS,
+    chunks_honour_contract,
+    nav_honours_contract,
+    document_directory_honours_contract,
+]
+_WORKER: _Runner | None = None
+
+
+def _start_worker(settings: CorpusSettings) -> None:
+    global _WORKER
+    _WORKER = _Runner.of(settings)
+
+
+def _run_in_worker(
+    jobs: list[_Job], namespace: str, password: str | None
+) -> list[tuple[int, IngestResult]]:
+    """A pool worker's task: one document's files (identical content shares a partition, so
+    its copies run one after the other, never side by side)."""
+    assert _WORKER is not None, "worker not initialised"
+    out = []
+    for job in jobs:
+        job.started = time.perf_counter()
+        out.append((job.index, _WORKER.run(job, namespace, password)))
+    return out
+
+
+def ingest(
+    paths: Iterable[Path],
+    settings: CorpusSettings,
+    namespace: str | None = None,
+    organizational_unit: str | None = None,
+    on_progress: Callable[[IngestResult], None] | None = None,
+    password: str | None = None,
+) -> list[IngestResult]:
+    """Ingest files; `password` opens encrypted PDFs and lives only in process memory.
+
+    Every file is stored and its partition registered first, here; then documents are
+    materialised by up to `settings.ingest_workers` processes side by side (each with its own
+    Dagster instance handle on the same storage), results reported as they finish and returned
+    in the order of the files. Publishing stays with the caller, once for the batch."""
+    ns = namespace or settings.namespace
+    files = collect_files(paths)
+    registry = SourceRegistry(ObjectStore(settings.object_store))
+    instance = dagster_instance(settings)
+    results = [IngestResult(path=path, source_file_name=name) for path, name in files]
+    by_document: dict[str, list[_Job]] = {}
+    for index, (path, name) in enumerate(files):
+        outcome = results[index]
+        started = time.perf_counter()
+        try:
+            data = path.read_bytes()
+            if len(data) > settings.max_file_bytes:
+                raise InvalidInputError(
+                    "file", f"{len(data)} bytes exceeds the limit of {settings.max_file_bytes}"
+                )
+            record = registry.register(data, name, ns, SourceKind.CLI, organizational_unit)
+        except CorpusError as exc:
+            outcome.error = str(exc)
         except OSError as exc:
             outcome.error = f"cannot read file: {exc.strerror}"
+        else:
+            outcome.document_id = record.document_id
+            job = _Job(index, outcome, record, started)
+            by_document.setdefault(record.document_id, []).append(job)
+            continue
         outcome.seconds = time.perf_counter() - started
-        results.append(outcome)
         if on_progress is not None:
             on_progress(outcome)
+    new = [d for d in by_document if not instance.has_dynamic_partition(DOCUMENTS_PARTITION, d)]
+    if new:
+        instance.add_dynamic_partitions(DOCUMENTS_PARTITION, new)
+    groups = list(by_document.values())
+    workers = min(settings.ingest_workers, len(groups))
+    if workers <= 1:
+        runner = _Runner(settings, instance, resources_for(settings))
+        for group in groups:
+            for job in group:
+                results[job.index] = runner.run(job, ns, password)
+                if on_progress is not None:
+                    on_progress(results[job.index])
+        return results
+    context = multiprocessing.get_context("spawn")  # no Dagster threads or locks inherited
+    with ProcessPoolExecutor(workers, context, _start_worker, (settings,)) as pool:
+        pending = [pool.submit(_run_in_worker, group, ns, password) for group in groups]
+        for future in as_completed(pending):
+            for index, outcome in future.result():
+                results[index] = outcome
+                if on_progress is not None:
+                    on_progress(outcome)
     return results
 
 

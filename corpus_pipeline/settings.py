@@ -51,11 +51,14 @@ class CorpusSettings(BaseSettings):
     # PDFs longer than this are parsed range by range (cut at top-level TOC entries if any).
     pdf_split_pages: int = Field(default=200, ge=1)
     # Each document's parse runs in a worker process that is killed past these limits, so a
-    # pathological file fails only itself (0 = no limit). Sized for 2 cores / 24 GB, one
-    # document at a time; `parse_in_process` skips the worker (debugging only: no limits).
+    # pathological file fails only itself (0 = no limit). Sized for 2 cores / 24 GB with
+    # `ingest_workers` documents at a time; `parse_in_process` skips the worker (debugging only: no limits).
     parse_timeout_seconds: float = Field(default=300.0, ge=0)
     parse_max_memory_mb: int = Field(default=4096, ge=0)
     parse_in_process: bool = False
+    # Documents of one `corpus ingest` batch materialised side by side, each in its own process
+    # (its parse in a worker of its own under the limits above); publishing stays one at a time.
+    ingest_workers: int = Field(default=2, ge=1, le=32)
 
     # LLM roles (any OpenAI-compatible endpoint). Empty model = off; offline defaults are used.
     llm_base_url: str = ""

@@ -6,11 +6,12 @@ import json
 import shutil
 from pathlib import Path
 
+import dagster as dg
 import jsonschema
 import pytest
 
 from corpus_pipeline.contracts.export_schemas import ARTIFACT_MODELS, schema_file
-from corpus_pipeline.ingest import IngestResult, ingest
+from corpus_pipeline.ingest import IngestResult, collect_files, dagster_instance, ingest
 from corpus_pipeline.settings import CorpusSettings, load_settings
 from corpus_pipeline.validation import check_manifest
 
@@ -149,3 +150,47 @@ def test_a_failed_reingest_keeps_the_previous_artifacts(settings, tmp_path):
     assert (
         settings.artifacts_dir / (good.document_id or "") / "chunks.json"
     ).read_bytes() == before
+
+
+def test_a_batch_on_two_workers_gives_the_artifacts_of_one_worker(batch, tmp_path):
+    settings, results, inbox = batch
+    assert settings.ingest_workers == 2  # the batch above ran side by side
+    alone = load_settings(home=tmp_path / "home", ingest_workers=1)
+    again = {r.source_file_name: r for r in ingest([inbox], alone)}
+    assert again.keys() == results.keys()
+    for name, result in results.items():
+        for artifact in ("chunks.json", "doc_nav.json", "headings.json"):
+            mine = (_dir(settings, result) / artifact).read_bytes()
+            assert (_dir(alone, again[name]) / artifact).read_bytes() == mine, (name, artifact)
+
+
+def test_batch_results_come_back_in_file_order_with_every_partition_materialised(batch):
+    settings, results, inbox = batch
+    assert list(results) == [name for _, name in collect_files([inbox])]
+    instance = dagster_instance(settings)
+    done = instance.get_materialized_partitions(dg.AssetKey("document_manifest"))
+    assert {r.document_id for r in results.values()} <= done
+
+
+def test_a_failing_file_fails_alone_when_documents_run_side_by_side(tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    shutil.copy(DOCS / "word_sample.docx", inbox / "a.docx")
+    (inbox / "b.docx").write_bytes((DOCS / "word_sample.docx").read_bytes()[:700])
+    shutil.copy(DOCS / "word_tables.docx", inbox / "c.docx")
+    results = ingest([inbox], load_settings(home=tmp_path / "home", ingest_workers=2))
+    assert [(r.source_file_name, r.status) for r in results] == [
+        ("a.docx", "ok"),
+        ("b.docx", "failed"),
+        ("c.docx", "ok"),
+    ]
+    assert results[1].error and "corrupt docx" in results[1].error
+
+
+def test_the_same_file_twice_in_one_batch_is_one_partition_run_twice_in_turn(tmp_path):
+    doc = tmp_path / "notes.docx"
+    doc.write_bytes((DOCS / "word_sample.docx").read_bytes())
+    settings = load_settings(home=tmp_path / "home", ingest_workers=2)
+    first, second = ingest([doc, doc], settings)
+    assert first.status == second.status == "ok"
+    assert first.document_id == second.document_id

@@ -1,14 +1,25 @@
-"""Sentence splitting, extractive summaries and statistical keywords (all offline).
+"""Sentence boundaries, extractive summaries and chunk keywords: offline, and cheap enough to
+run on every chunk of a 300-page filing in well under a second.
 
+Sentences: nupunkt (Punkt trained on legal and financial English, pure Python, a model that
+ships in the package) for English and undetected languages: about 100× faster than the pysbd
+rules it replaces there, which were a third of the chunk stage on real filings. pysbd's rules
+stay for the other languages they cover (German abbreviations, CJK full stops).
 Summary: the highest-scoring sentences by average content-word frequency, kept in document
-order, with a position prior for the lead sentence. Keywords: YAKE (unsupervised, statistical).
+order, with a position prior for the lead sentence.
+Keywords: a chunk's content words and two-word phrases ranked by their frequency in the chunk
+times their rarity among the document's chunks (TF-IDF over the document), from one
+tokenisation of the chunk; per-chunk YAKE cost 15 ms a chunk and fed only the document graph.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from functools import cache
+from itertools import pairwise
 from typing import Any
 
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
@@ -103,27 +114,60 @@ STOP_WORDS = frozenset(
     ]
 )
 _MAX_SUMMARY_CHARS = 400
+# Languages the Punkt model reads; pysbd's rules serve the others it knows.
+_PUNKT_LANGUAGES = frozenset({"en"})
+PHRASE_WEIGHT = 1.5  # a repeated two-word phrase names a topic better than either word
+MIN_PHRASE_COUNT = 2
+MIN_WORDS = 3  # fewer words name nothing
 
 
 @cache
-def _segmenter(language: str) -> Any:
+def _pysbd(language: str) -> Any:
     import pysbd
 
     try:
         return pysbd.Segmenter(language=language, clean=False)
     except ValueError:
-        return pysbd.Segmenter(language="en", clean=False)
+        return None
+
+
+def sentence_spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text`, tight (no surrounding whitespace), in order."""
+    if not text.strip():
+        return []
+    rules = None if (language or "en") in _PUNKT_LANGUAGES else _pysbd(language or "en")
+    if rules is None:
+        import nupunkt
+
+        return [(s, e) for s, e in nupunkt.sentence_spans(text) if e > s]
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for sentence in rules.segment(text):
+        core = sentence.strip()
+        if not core:
+            continue
+        start = text.find(core, offset)
+        if start < 0:
+            # The rules altered the text: the rest is one span (never a lost character).
+            rest = len(text) - len(text[offset:].lstrip())
+            spans.append((rest, len(text.rstrip())))
+            return spans
+        spans.append((start, start + len(core)))
+        offset = start + len(core)
+    return spans
 
 
 def split_sentences(text: str, language: str | None = None) -> list[str]:
-    """Rule-based sentence boundaries (pysbd); each sentence keeps its trailing space."""
-    if not text.strip():
-        return []
-    return [s for s in _segmenter(language or "en").segment(text) if s.strip()]
+    """The sentences of `text`, without surrounding whitespace."""
+    return [text[start:end] for start, end in sentence_spans(text, language)]
 
 
 def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
+
+
+def _content(word: str) -> bool:
+    return len(word) > 2 and word not in STOP_WORDS and not word.isdigit()
 
 
 def extractive_summary(text: str, max_sentences: int = 2, language: str | None = None) -> str:
@@ -131,20 +175,21 @@ def extractive_summary(text: str, max_sentences: int = 2, language: str | None =
     flat = " ".join(text.split())
     if not flat:
         return ""
-    sentences = [" ".join(s.split()) for s in split_sentences(flat, language)]
+    sentences = split_sentences(flat, language)
     if len(sentences) <= max_sentences:
         return _clip(" ".join(sentences))
-    freq = Counter(w for w in words(flat) if w not in STOP_WORDS and len(w) > 2)
+    tokens = [[w for w in words(s) if w not in STOP_WORDS and len(w) > 2] for s in sentences]
+    freq = Counter(w for content in tokens for w in content)
     top = max(freq.values(), default=1)
 
-    def score(index: int, sentence: str) -> float:
-        content = [w for w in words(sentence) if w not in STOP_WORDS and len(w) > 2]
+    def score(index: int) -> float:
+        content = tokens[index]
         if not content:
             return 0.0
         lead = 0.25 if index == 0 else 0.0
         return float(sum(freq[w] / top for w in content) / (len(content) ** 0.5) + lead)
 
-    ranked = sorted(range(len(sentences)), key=lambda i: (-score(i, sentences[i]), i))
+    ranked = sorted(range(len(sentences)), key=lambda i: (-score(i), i))
     chosen = sorted(ranked[:max_sentences])
     return _clip(" ".join(sentences[i] for i in chosen))
 
@@ -156,37 +201,44 @@ def _clip(text: str) -> str:
     return cut + " …"
 
 
-@cache
-def _yake_languages() -> frozenset[str]:
-    from importlib import resources
-
-    folder = resources.files("yake") / "core" / "StopwordsList"
-    return frozenset(
-        p.name.removeprefix("stopwords_").removesuffix(".txt") for p in folder.iterdir()
-    )
-
-
-@cache
-def _yake(language: str, top: int) -> Any:
-    import yake
-
-    if language not in _yake_languages():
-        language = "en"
-
-    return yake.KeywordExtractor(lan=language, n=2, top=top, dedupLim=0.7)
+def _terms(text: str) -> Counter[str]:
+    """Content words, and two-word phrases of adjacent content words said at least twice."""
+    tokens = words(text)
+    unigrams = Counter(w for w in tokens if _content(w))
+    phrases = Counter(f"{a} {b}" for a, b in pairwise(tokens) if _content(a) and _content(b))
+    unigrams.update({p: n for p, n in phrases.items() if n >= MIN_PHRASE_COUNT})
+    return unigrams
 
 
-def keywords(text: str, top: int = 8, language: str | None = None) -> list[str]:
-    """Statistical keywords (YAKE), lower-cased and de-duplicated, best first."""
-    if top <= 0 or len(words(text)) < 3:
-        return []
-    try:
-        found = _yake(language or "en", top).extract_keywords(text)
-    except (ValueError, ZeroDivisionError, KeyError):
-        return []
-    out: list[str] = []
-    for phrase, _score in found:
-        key = " ".join(phrase.lower().split())
-        if key and key not in out:
-            out.append(key)
-    return out[:top]
+def chunk_keywords(texts: Sequence[str], top: int = 8) -> list[list[str]]:
+    """The `top` keywords of each text, best first (TF-IDF over `texts`, a document's chunks;
+    ties alphabetical). A word inside a chosen phrase is not repeated on its own."""
+    if top <= 0:
+        return [[] for _ in texts]
+    terms = [_terms(t) for t in texts]
+    frequency = Counter(term for counts in terms for term in counts)
+    total = len(texts)
+    out: list[list[str]] = []
+    for text, counts in zip(texts, terms, strict=True):
+        if len(words(text)) < MIN_WORDS:
+            out.append([])
+            continue
+        scored = sorted(
+            (
+                -n * math.log(1 + total / frequency[term]) * (PHRASE_WEIGHT if " " in term else 1),
+                term,
+            )
+            for term, n in counts.items()
+        )
+        chosen: list[str] = []
+        covered: set[str] = set()
+        for _, term in scored:
+            parts = term.split(" ")
+            if term in covered or (len(parts) > 1 and all(p in chosen for p in parts)):
+                continue
+            chosen.append(term)
+            covered.update(parts)
+            if len(chosen) == top:
+                break
+        out.append(chosen)
+    return out

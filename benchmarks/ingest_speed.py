@@ -1,0 +1,179 @@
+"""Ingest throughput on real filings: pages/s per stage and end to end, next to plain text.
+
+Over the real-world set's documents of one kind (default: its 20 SEC 10-Q filings; `--doc-type`
+for those its questions give one type, `--all` for all 117), in one run, side by side:
+
+- **plain**: PyMuPDF `page.get_text()` over every page, the floor the ratio is taken against;
+- **stages** (in-process, no Dagster, as `corpus debug`): profile, parse, hierarchy, chunks,
+  seconds summed over the documents, as pages/s each and together ("pipeline work");
+- **ingest, 1 worker** and **ingest, N workers** (`corpus_pipeline.ingest.ingest`, the path of
+  `corpus ingest`: every Dagster asset and contract check, each into a fresh CORPUS_HOME): wall
+  time and pages/s to chunks; the batch's parallel speed-up is their ratio;
+- **Dagster overhead** per document: the 1-worker ingest time minus the pipeline work of the
+  same documents (run, step and event-log bookkeeping; the parse worker's start);
+- **peak RSS** of this process and of its largest child (parse workers, pool workers).
+
+Publishing is timed once for the batch, apart (it stays serialised). Writes
+`benchmarks/results/ingest_speed.json` (or `--out`). Run: `python -m benchmarks.ingest_speed`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+
+from corpus_pipeline import pipeline
+from corpus_pipeline.hierarchy import assign_hierarchy
+from corpus_pipeline.ingest import ingest, publish_namespace_run
+from corpus_pipeline.settings import load_settings
+
+REPO = Path(__file__).resolve().parent.parent
+REALWORLD = REPO.parent / "shared" / "realworld"
+# The set's 20 SEC 10-Q filings are named year_quarter_ticker ("2023_Q3_AAPL.pdf").
+DEFAULT_FILES = "*_Q?_*.pdf"
+STAGES = ("profile", "parse", "hierarchy", "chunks")
+_mupdf: Any = pymupdf  # only partly annotated
+
+
+def select(root: Path, doc_type: str | None, pattern: str | None = None) -> list[Path]:
+    """The set's documents matching a file-name glob, else those of one doc_type (as its
+    questions name them), else all of them."""
+    docs = sorted((root / "docs").glob(pattern or "*.pdf"))
+    if doc_type is None or pattern is not None:
+        return docs
+    lines = (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    wanted = {q["doc"] for q in map(json.loads, lines) if q["doc_type"] == doc_type}
+    return [d for d in docs if d.name in wanted]
+
+
+def pages_of(path: Path) -> int:
+    with _mupdf.open(path) as doc:
+        return int(doc.page_count)
+
+
+def plain_text_seconds(files: Sequence[Path]) -> float:
+    started = time.perf_counter()
+    for path in files:
+        with _mupdf.open(path) as doc:
+            for page in doc:
+                page.get_text()
+    return time.perf_counter() - started
+
+
+def stage_seconds(files: Sequence[Path]) -> dict[str, float]:
+    """Each stage's seconds summed over the files, in-process (no Dagster, no worker)."""
+    settings = load_settings(home=Path(tempfile.mkdtemp(prefix="corpus-stages-")))
+    totals = dict.fromkeys(STAGES, 0.0)
+    for path in files:
+        mark = time.perf_counter()
+        profile = pipeline.run_profile(path, path.name)
+        totals["profile"] += time.perf_counter() - mark
+        with tempfile.TemporaryDirectory(prefix="corpus-stage-") as tmp:
+            mark = time.perf_counter()
+            ctx = pipeline.parse_rows(path, path.name, profile, Path(tmp), settings=settings)
+            totals["parse"] += time.perf_counter() - mark
+            mark = time.perf_counter()
+            rows = assign_hierarchy(ctx.rows)
+            totals["hierarchy"] += time.perf_counter() - mark
+            mark = time.perf_counter()
+            pipeline.chunk_document(rows, profile, settings)
+            totals["chunks"] += time.perf_counter() - mark
+    shutil.rmtree(settings.home, ignore_errors=True)
+    return totals
+
+
+def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
+    """`corpus ingest` of the files into a fresh home with `workers` processes, then publish."""
+    inbox = workdir / f"inbox-{workers}"
+    inbox.mkdir(parents=True)
+    for path in files:
+        (inbox / path.name).symlink_to(path)
+    settings = load_settings(
+        home=workdir / f"home-{workers}", object_store_url="", ingest_workers=workers
+    )
+    started = time.perf_counter()
+    results = ingest([inbox], settings)
+    seconds = time.perf_counter() - started
+    mark = time.perf_counter()
+    published = publish_namespace_run(settings, settings.namespace)
+    return {
+        "workers": workers,
+        "seconds": round(seconds, 2),
+        "failed": {r.source_file_name: r.error for r in results if r.status != "ok"},
+        "document_seconds": {r.source_file_name: round(r.seconds, 2) for r in results},
+        "publish_seconds": round(time.perf_counter() - mark, 2),
+        "published_chunks": published.chunks,
+    }
+
+
+def run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
+    pages = sum(pages_of(p) for p in files)
+    plain = plain_text_seconds(files)
+    stages = stage_seconds(files)
+    work = sum(stages.values())
+    one = ingest_run(files, 1, workdir)
+    many = ingest_run(files, workers, workdir)
+    rate = round(pages / work, 1)
+    return {
+        "documents": len(files),
+        "pages": pages,
+        "plain_text": {"seconds": round(plain, 2), "pages_per_s": round(pages / plain, 1)},
+        "stages": {
+            name: {"seconds": round(s, 2), "pages_per_s": round(pages / s, 1) if s else None}
+            for name, s in stages.items()
+        },
+        "pipeline_work": {"seconds": round(work, 2), "pages_per_s": rate},
+        "ingest_1_worker": {**one, "pages_per_s": round(pages / one["seconds"], 1)},
+        f"ingest_{workers}_workers": {**many, "pages_per_s": round(pages / many["seconds"], 1)},
+        "parallel_wall_ratio": round(many["seconds"] / one["seconds"], 3),
+        "ratio_to_plain_text": round(plain / one["seconds"], 4),
+        "dagster_overhead_per_document_s": round((one["seconds"] - work) / len(files), 2),
+        "peak_rss_mb": {
+            "this_process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+            "largest_child": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024,
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--set", dest="root", type=Path, default=REALWORLD)
+    ap.add_argument("--doc-type", default=None, help="Documents its questions give this type.")
+    ap.add_argument("--all", action="store_true", help="Every document of the set.")
+    ap.add_argument("--files", default=None, help=f"File-name glob (default {DEFAULT_FILES}).")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    args = ap.parse_args(argv)
+    pattern = None if args.all or args.doc_type else (args.files or DEFAULT_FILES)
+    files = select(args.root, args.doc_type, pattern)
+    if not files:
+        sys.exit(f"no documents of type {args.doc_type!r} in {args.root}")
+    workdir = Path(tempfile.mkdtemp(prefix="corpus-ingest-speed-"))
+    try:
+        result = {
+            "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "selection": pattern or args.doc_type or "all",
+            **run(files, args.workers, workdir),
+        }
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(json.dumps({k: v for k, v in result.items() if "ingest_" not in k}, indent=1))
+    for key in (k for k in result if k.startswith("ingest_")):
+        print(key, {k: v for k, v in result[key].items() if k != "document_seconds"})
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ingest_speed.json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
