@@ -214,7 +214,6 @@ class _Job:
     index: int
     result: IngestResult
     record: SourceRecord
-    started: float
 
 
 @dataclass
@@ -232,6 +231,7 @@ class _Runner:
 
     def run(self, job: _Job, namespace: str, password: str | None) -> IngestResult:
         outcome, record, settings = job.result, job.record, self.settings
+        started = time.perf_counter()  # this document's own time, not its wait in the batch
         try:
             with document_password(record.document_id, password):
                 run = dg.materialize(
@@ -266,7 +266,7 @@ class _Runner:
                 shutil.rmtree(settings.work_dir / record.document_id, ignore_errors=True)
         except CorpusError as exc:
             outcome.error = str(exc)
-        outcome.seconds = time.perf_counter() - job.started
+        outcome.seconds = time.perf_counter() - started
         return outcome
 
 
@@ -290,11 +290,7 @@ def _run_in_worker(
     """A pool worker's task: one document's files (identical content shares a partition, so
     its copies run one after the other, never side by side)."""
     assert _WORKER is not None, "worker not initialised"
-    out = []
-    for job in jobs:
-        job.started = time.perf_counter()
-        out.append((job.index, _WORKER.run(job, namespace, password)))
-    return out
+    return [(job.index, _WORKER.run(job, namespace, password)) for job in jobs]
 
 
 def ingest(
@@ -333,7 +329,7 @@ def ingest(
             outcome.error = f"cannot read file: {exc.strerror}"
         else:
             outcome.document_id = record.document_id
-            job = _Job(index, outcome, record, started)
+            job = _Job(index, outcome, record)
             by_document.setdefault(record.document_id, []).append(job)
             continue
         outcome.seconds = time.perf_counter() - started
@@ -354,9 +350,16 @@ def ingest(
         return results
     context = multiprocessing.get_context("spawn")  # no Dagster threads or locks inherited
     with ProcessPoolExecutor(workers, context, _start_worker, (settings,)) as pool:
-        pending = [pool.submit(_run_in_worker, group, ns, password) for group in groups]
+        pending = {pool.submit(_run_in_worker, group, ns, password): group for group in groups}
         for future in as_completed(pending):
-            for index, outcome in future.result():
+            try:
+                done = future.result()
+            except Exception as exc:  # a pool worker died (killed, out of memory): its files fail
+                logger.exception("ingest worker failed")
+                done = [(job.index, job.result) for job in pending[future]]
+                for _, outcome in done:
+                    outcome.error = f"ingest worker failed ({type(exc).__name__})"
+            for index, outcome in done:
                 results[index] = outcome
                 if on_progress is not None:
                     on_progress(outcome)
