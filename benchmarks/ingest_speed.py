@@ -9,8 +9,11 @@ for those its questions give one type, `--all` for all 117), in one run, side by
 - **ingest, 1 worker** and **ingest, N workers** (`corpus_pipeline.ingest.ingest`, the path of
   `corpus ingest`: every Dagster asset and contract check, each into a fresh CORPUS_HOME): wall
   time and pages/s to chunks; the batch's parallel speed-up is their ratio;
-- **Dagster overhead** per document: the 1-worker ingest time minus the pipeline work of the
-  same documents (run, step and event-log bookkeeping; the parse worker's start);
+- **without Dagster**: the very code of each document's step (`defs.documents.run_document`:
+  source, profile, parse in its worker process, chunks, nav, manifest and the contract checks)
+  called directly, one document after another, into a fresh CORPUS_HOME;
+- **Dagster overhead** per document: the 1-worker ingest time minus that, per document (runs,
+  step, event log, partition bookkeeping: what orchestration costs, nothing else);
 - **peak RSS** of this process and of its largest child (parse workers, pool workers).
 
 Publishing is timed once for the batch, apart (it stays serialised). Writes
@@ -31,12 +34,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pymupdf
 
 from corpus_pipeline import pipeline
+from corpus_pipeline.contracts import SourceKind
+from corpus_pipeline.defs.documents import run_document
 from corpus_pipeline.hierarchy import assign_hierarchy
 from corpus_pipeline.ingest import ingest, publish_namespace_run
 from corpus_pipeline.settings import load_settings
+from corpus_pipeline.storage import ObjectStore, SourceRegistry
 
 REPO = Path(__file__).resolve().parent.parent
 REALWORLD = REPO.parent / "shared" / "realworld"
@@ -117,11 +124,27 @@ def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, 
     }
 
 
+def without_dagster_seconds(files: Sequence[Path], workdir: Path) -> float:
+    """Each document's step body run as plain code, after storing its file as ingest does."""
+    settings = load_settings(home=workdir / "home-plain", object_store_url="")
+    registry = SourceRegistry(ObjectStore(settings.object_store))
+    started = time.perf_counter()
+    for path in files:
+        record = registry.register(
+            path.read_bytes(), path.name, settings.namespace, SourceKind.CLI, None
+        )
+        for result in run_document(settings, record.document_id):
+            if isinstance(result, dg.AssetCheckResult) and not result.passed:
+                raise SystemExit(f"{path.name}: {result.description}")
+    return time.perf_counter() - started
+
+
 def run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
     pages = sum(pages_of(p) for p in files)
     plain = plain_text_seconds(files)
     stages = stage_seconds(files)
     work = sum(stages.values())
+    plain_steps = without_dagster_seconds(files, workdir)
     one = ingest_run(files, 1, workdir)
     many = ingest_run(files, workers, workdir)
     rate = round(pages / work, 1)
@@ -138,7 +161,11 @@ def run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
         f"ingest_{workers}_workers": {**many, "pages_per_s": round(pages / many["seconds"], 1)},
         "parallel_wall_ratio": round(many["seconds"] / one["seconds"], 3),
         "ratio_to_plain_text": round(plain / one["seconds"], 4),
-        "dagster_overhead_per_document_s": round((one["seconds"] - work) / len(files), 2),
+        "without_dagster": {
+            "seconds": round(plain_steps, 2),
+            "pages_per_s": round(pages / plain_steps, 1),
+        },
+        "dagster_overhead_per_document_s": round((one["seconds"] - plain_steps) / len(files), 2),
         "peak_rss_mb": {
             "this_process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             "largest_child": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024,

@@ -22,14 +22,8 @@ import dagster as dg
 from dagster_shared.error import SerializableErrorInfo
 
 from corpus_pipeline.contracts import Manifest, SourceKind, SourceRecord
-from corpus_pipeline.defs.checks import (
-    CHECK_LABELS,
-    chunks_honour_contract,
-    describe_problems,
-    document_directory_honours_contract,
-    nav_honours_contract,
-)
-from corpus_pipeline.defs.documents import DOCUMENT_ASSETS
+from corpus_pipeline.defs.checks import CHECK_LABELS, describe_problems
+from corpus_pipeline.defs.documents import STEP, document_pipeline
 from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION
 from corpus_pipeline.defs.publish import corpus_revision
 from corpus_pipeline.defs.resources import (
@@ -50,16 +44,8 @@ _DEFAULT_DAGSTER_YAML = "telemetry:\n  enabled: false\n"
 _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 logger = logging.getLogger(__name__)
 
-# Asset (and so step-key prefix) → the stage named in messages.
-_STAGES = {
-    "source_document": "source",
-    "document_profile": "profile",
-    "parsed_document": "parse",
-    "document_chunks": "chunks",
-    "document_nav": "nav",
-    "document_manifest": "manifest",
-    "corpus_revision": "publish",
-}
+# Step key → the stage named in messages (a stage's own errors name their stage themselves).
+_STAGES = {STEP: "document", "corpus_revision": "publish"}
 
 
 @dataclass
@@ -125,11 +111,7 @@ def resources_for(settings: CorpusSettings) -> dict[str, object]:
 
 
 def _stage_of(step_key: str) -> str:
-    """The stage of a step: an asset's step key is its name, a check's starts with it."""
-    for asset, stage in _STAGES.items():
-        if step_key == asset or step_key.startswith(f"{asset}_"):
-            return stage
-    return "pipeline"
+    return _STAGES.get(step_key, "pipeline")
 
 
 def _failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
@@ -175,8 +157,9 @@ def _unexpected_step_error(step_key: str, error: SerializableErrorInfo | None, r
 
 
 def _failure_message(result: dg.ExecuteInProcessResult) -> str:
-    """What failed in a run, in words: a step's own message, a failed check's problems, or
-    the stage and kind of an unexpected error."""
+    """What failed in a run, in words: a step's own message (a failed blocking check's
+    problems among them), a failed check's problems, or the stage and kind of an unexpected
+    error."""
     checks = _failed_checks(result)
     for event in result.all_events:
         if not event.is_step_failure:
@@ -184,9 +167,6 @@ def _failure_message(result: dg.ExecuteInProcessResult) -> str:
         data = event.step_failure_data
         if data.user_failure_data is not None and data.user_failure_data.description:
             return data.user_failure_data.description
-        blocked = data.error is not None and data.error.cls_name == "DagsterAssetCheckFailedError"
-        if blocked and checks:
-            return checks[0]
         return _unexpected_step_error(event.step_key or "", data.error, result.run_id)
     if checks:
         return checks[0]
@@ -270,12 +250,7 @@ class _Runner:
         return outcome
 
 
-_ASSETS = [
-    *DOCUMENT_ASSETS,
-    chunks_honour_contract,
-    nav_honours_contract,
-    document_directory_honours_contract,
-]
+_ASSETS = [document_pipeline]
 _WORKER: _Runner | None = None
 
 

@@ -172,6 +172,41 @@ def test_batch_results_come_back_in_file_order_with_every_partition_materialised
     assert {r.document_id for r in results.values()} <= done
 
 
+def test_each_document_is_one_step_that_still_shows_every_asset_and_check(batch):
+    settings, results, _ = batch
+    instance = dagster_instance(settings)
+    document_id = next(iter(results.values())).document_id
+    assert document_id is not None
+    stages = (
+        "source_document",
+        "document_profile",
+        "parsed_document",
+        "document_chunks",
+        "document_nav",
+        "document_manifest",
+    )
+    for stage in stages:
+        assert document_id in instance.get_materialized_partitions(dg.AssetKey(stage)), stage
+    parsed = instance.get_latest_materialization_event(dg.AssetKey("parsed_document"))
+    assert parsed is not None and parsed.asset_materialization is not None
+    rows = parsed.asset_materialization.metadata["rows"].value
+    assert isinstance(rows, int) and rows > 0
+    run = instance.get_run_by_id(parsed.run_id)
+    assert run is not None
+    steps = {e.step_key for e in instance.all_logs(run.run_id) if e.step_key}
+    assert steps == {"document_pipeline"}
+    checks = [
+        e.dagster_event.asset_check_evaluation_data
+        for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        if e.dagster_event is not None
+    ]
+    assert sorted((c.check_name, c.passed) for c in checks) == [
+        ("chunks_honour_contract", True),
+        ("document_directory_honours_contract", True),
+        ("nav_honours_contract", True),
+    ]
+
+
 def test_a_failing_file_fails_alone_when_documents_run_side_by_side(tmp_path):
     inbox = tmp_path / "inbox"
     inbox.mkdir()

@@ -81,22 +81,42 @@ def test_an_unexpected_exception_in_a_stage_is_told_in_words_and_logged(
 
 
 @pytest.mark.slow
-def test_an_error_outside_a_stage_body_names_the_stage_and_class(
+def test_unreadable_settings_name_the_first_stage_and_class(
     settings, tmp_path, monkeypatch, caplog
 ):
     def unreadable(*args: object) -> None:
         raise RuntimeError("settings file /etc/corpus/override.toml is unreadable")
 
     monkeypatch.setattr(documents, "resolve_settings", unreadable)
+    with caplog.at_level(logging.ERROR, logger="corpus_pipeline.defs.documents"):
+        (result,) = ingest([_notes(tmp_path)], settings)
+    assert result.error == (
+        "source failed: unexpected internal error (RuntimeError: settings file <path> is unreadable)"
+    )
+    assert "override.toml" in caplog.text  # the full error is in the log
+
+
+@pytest.mark.slow
+def test_an_error_outside_every_stage_names_the_step_and_class(
+    settings, tmp_path, monkeypatch, caplog
+):
+    # Dagster itself refuses what a stage reported, after the stage's own error handling.
+    real_source = documents._source
+
+    def unstorable_metadata(*args: object) -> object:
+        out, metadata = real_source(*args)  # type: ignore[arg-type]
+        return out, {**metadata, "origin": object()}
+
+    monkeypatch.setattr(documents, "_source", unstorable_metadata)
     with caplog.at_level(logging.ERROR, logger="corpus_pipeline.ingest"):
         (result,) = ingest([_notes(tmp_path)], settings)
     assert result.error is not None
-    assert result.error.startswith(
-        "source failed: unexpected internal error "
-        "(RuntimeError: settings file <path> is unreadable); details in Dagster run "
+    assert result.error.startswith("document failed: unexpected internal error (CheckError: "), (
+        result.error
     )
-    assert "/etc/" not in result.error and "source_document" not in result.error
-    assert "override.toml" in caplog.text  # the full error is in the log
+    assert "; details in Dagster run " in result.error
+    assert "document_pipeline" not in result.error and "/tmp/" not in result.error
+    assert "_check_mapping_entries" in caplog.text  # the stack is in the log
 
 
 def test_library_messages_lose_paths_urls_hosts_and_credentials():

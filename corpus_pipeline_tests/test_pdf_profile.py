@@ -10,8 +10,8 @@ import pymupdf
 from corpus_pipeline.contracts import PdfProfile, PdfTocEntry
 from corpus_pipeline.parsing.router import parser_for
 from corpus_pipeline.profiling import profile_file
-from corpus_pipeline.profiling.pdf_profile import split_plan
-from corpus_pipeline_tests.support import DOCS
+from corpus_pipeline.profiling.pdf_profile import open_pdf, split_plan
+from corpus_pipeline_tests.support import DOCS, REALWORLD_DOCS, needs_shared
 
 mu: Any = pymupdf  # PyMuPDF is only partly annotated
 
@@ -95,3 +95,46 @@ def test_split_plan_cuts_at_top_level_toc_entries():
     ]
     assert split_plan(250, [], 100) == [(1, 100), (101, 200), (201, 250)]
     assert split_plan(50, toc, 100) == [(1, 50)]
+
+
+def _tagged_pdf(path: Path) -> bytes:
+    """A one-page PDF whose words are marked content under a structure tree."""
+    doc: Any = mu.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "Tagged words stay words", fontsize=12)
+    xref = page.get_contents()[0]
+    doc.update_stream(xref, b"/P <</MCID 0>> BDC\n" + doc.xref_stream(xref) + b"\nEMC")
+    tree = doc.get_new_xref()
+    doc.update_object(tree, "<< /Type /StructTreeRoot /K [] >>")
+    doc.xref_set_key(doc.pdf_catalog(), "StructTreeRoot", f"{tree} 0 R")
+    doc.save(path)
+    return path.read_bytes()
+
+
+def test_the_structure_tree_is_left_unread_in_memory_only(tmp_path):
+    path = tmp_path / "tagged.pdf"
+    original = _tagged_pdf(path)
+    doc = open_pdf(path)
+    try:
+        assert doc.xref_get_key(doc.pdf_catalog(), "StructTreeRoot")[0] == "null"
+        assert "Tagged words stay words" in doc[0].get_text()
+    finally:
+        doc.close()
+    assert path.read_bytes() == original  # the file itself is never written
+
+
+@needs_shared(REALWORLD_DOCS)
+def test_a_browser_printed_filing_reads_the_same_without_its_structure_tree():
+    # Every word of this 10-Q is tagged; MuPDF resolved each tag per page read (~100 ms/page).
+    path = REALWORLD_DOCS / "2023_Q1_MSFT.pdf"
+    kept: Any = mu.open(path)
+    detached = open_pdf(path)
+    try:
+        assert kept.xref_get_key(kept.pdf_catalog(), "StructTreeRoot")[0] == "xref"
+        for number in (0, 10, 40):
+            assert detached[number].get_text("rawdict") == kept[number].get_text("rawdict")
+            assert detached[number].get_cdrawings() == kept[number].get_cdrawings()
+            assert detached[number].get_image_info() == kept[number].get_image_info()
+    finally:
+        kept.close()
+        detached.close()

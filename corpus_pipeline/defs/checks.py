@@ -1,7 +1,9 @@
-"""Asset checks: each document's artifacts validated against the contracts.
+"""Contract checks on each document's artifacts, run inside the document's step.
 
 A failed check's description names it in words with its first problems ("section tree
-invalid: …"), so `corpus ingest` and the Dagster UI show what is wrong, not a step name.
+invalid: …"), so `corpus ingest` and the Dagster UI show what is wrong, not a step name. The
+chunk and section-tree checks block: the stages after them would build on a broken artifact,
+so the step stops there. The directory check runs after the commit and only reports.
 """
 
 from pathlib import Path
@@ -9,16 +11,9 @@ from pathlib import Path
 import dagster as dg
 
 from corpus_pipeline import pipeline, validation
-from corpus_pipeline.contracts import Manifest
-from corpus_pipeline.defs.documents import document_chunks, document_manifest, document_nav
 from corpus_pipeline.defs.partitions import documents_partitions
-from corpus_pipeline.defs.resources import (
-    CorpusRootResource,
-    ModelSettingsResource,
-    ObjectStoreResource,
-    resolve_settings,
-)
 from corpus_pipeline.errors import sanitize
+from corpus_pipeline.settings import CorpusSettings
 
 # What each check guards, in words: the start of its failure message.
 CHECK_LABELS = {
@@ -29,6 +24,32 @@ CHECK_LABELS = {
 SHOWN_PROBLEMS = 3
 
 
+def check_specs() -> list[dg.AssetCheckSpec]:
+    """The checks of each document's step (a function, like the asset specs)."""
+    return [
+        dg.AssetCheckSpec(
+            "chunks_honour_contract",
+            asset="document_chunks",
+            blocking=True,
+            partitions_def=documents_partitions,
+            description="chunks.json validates; ids are content hashes; connections point inside content.",
+        ),
+        dg.AssetCheckSpec(
+            "nav_honours_contract",
+            asset="document_nav",
+            blocking=True,
+            partitions_def=documents_partitions,
+            description="doc_nav.json validates and every resource points at a chunk.",
+        ),
+        dg.AssetCheckSpec(
+            "document_directory_honours_contract",
+            asset="document_manifest",
+            partitions_def=documents_partitions,
+            description="The committed directory matches its manifest (files and hashes) and the contracts.",
+        ),
+    ]
+
+
 def describe_problems(label: str, problems: list[str]) -> str:
     """'section tree invalid: a; b; c (+4 more)' with paths and hosts stripped."""
     shown = "; ".join(sanitize(p, 300) for p in problems[:SHOWN_PROBLEMS])
@@ -36,55 +57,26 @@ def describe_problems(label: str, problems: list[str]) -> str:
     return f"{label}: {shown}" + (f" (+{more} more)" if more > 0 else "")
 
 
-def _result(check: str, problems: list[str]) -> dg.AssetCheckResult:
+def _result(check: str, asset: str, problems: list[str]) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
+        asset_key=asset,
+        check_name=check,
         passed=not problems,
         description=describe_problems(CHECK_LABELS[check], problems) if problems else None,
         metadata={"problems": len(problems), "first_problems": "\n".join(problems[:10]) or "none"},
     )
 
 
-@dg.asset_check(
-    asset=document_chunks,
-    partitions_def=documents_partitions,
-    blocking=True,
-    description="chunks.json validates; ids are content hashes; connections point inside content.",
-)
-def chunks_honour_contract(document_chunks: pipeline.ChunksOutput) -> dg.AssetCheckResult:
-    return _result(
-        "chunks_honour_contract", validation.check_chunks(Path(document_chunks.chunks_path))
-    )
+def check_chunks(chunks: pipeline.ChunksOutput) -> dg.AssetCheckResult:
+    problems = validation.check_chunks(Path(chunks.chunks_path))
+    return _result("chunks_honour_contract", "document_chunks", problems)
 
 
-@dg.asset_check(
-    asset=document_nav,
-    partitions_def=documents_partitions,
-    blocking=True,
-    additional_ins={"document_chunks": dg.AssetIn("document_chunks")},
-    description="doc_nav.json validates and every resource points at a chunk.",
-)
-def nav_honours_contract(
-    document_nav: pipeline.NavOutput, document_chunks: pipeline.ChunksOutput
-) -> dg.AssetCheckResult:
-    return _result(
-        "nav_honours_contract",
-        validation.check_nav(Path(document_nav.nav_path), Path(document_chunks.chunks_path)),
-    )
+def check_nav(nav: pipeline.NavOutput, chunks: pipeline.ChunksOutput) -> dg.AssetCheckResult:
+    problems = validation.check_nav(Path(nav.nav_path), Path(chunks.chunks_path))
+    return _result("nav_honours_contract", "document_nav", problems)
 
 
-@dg.asset_check(
-    asset=document_manifest,
-    partitions_def=documents_partitions,
-    description="The committed directory matches its manifest (files and hashes) and the contracts.",
-)
-def document_directory_honours_contract(
-    document_manifest: Manifest,
-    corpus: CorpusRootResource,
-    object_store: ObjectStoreResource,
-    models: ModelSettingsResource,
-) -> dg.AssetCheckResult:
-    settings = resolve_settings(corpus, object_store, models)
-    return _result(
-        "document_directory_honours_contract",
-        validation.check_manifest(pipeline.document_dir(settings, document_manifest.document_id)),
-    )
+def check_directory(settings: CorpusSettings, document_id: str) -> dg.AssetCheckResult:
+    problems = validation.check_manifest(pipeline.document_dir(settings, document_id))
+    return _result("document_directory_honours_contract", "document_manifest", problems)

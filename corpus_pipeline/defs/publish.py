@@ -5,7 +5,6 @@ pool (limit 1 in dagster.yaml) and, underneath, by a per-namespace file lock."""
 import dagster as dg
 from pydantic import Field
 
-from corpus_pipeline.defs.documents import document_manifest
 from corpus_pipeline.defs.resources import (
     CorpusRootResource,
     ModelSettingsResource,
@@ -25,7 +24,7 @@ class PublishConfig(dg.Config):
 @dg.asset(
     group_name="publish",
     kinds={"lancedb", "tantivy"},
-    deps=[document_manifest],
+    deps=["document_manifest"],
     pool="index_writer",
     description=(
         "One consistent revision per namespace: documents, sections, chunks, graph nodes and edges "
