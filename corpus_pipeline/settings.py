@@ -59,6 +59,8 @@ class CorpusSettings(BaseSettings):
     # Documents of one `corpus ingest` batch materialised side by side, each in its own process
     # (its parse in a worker of its own under the limits above); publishing stays one at a time.
     ingest_workers: int = Field(default=2, ge=1, le=32)
+    # Scanned pages of one PDF recognised side by side (single-threaded Tesseract processes).
+    ocr_workers: int = Field(default=2, ge=1, le=32)
 
     # LLM roles (any OpenAI-compatible endpoint). Empty model = off; offline defaults are used.
     llm_base_url: str = ""

@@ -61,6 +61,7 @@ _CONTEXT = multiprocessing.get_context("forkserver")
 # libraries they import on first use (a missing optional one is skipped by the forkserver).
 _PRELOAD = [
     "corpus_pipeline.worker",
+    "corpus_pipeline.enrich.tokenizer_preload",
     *(
         f"corpus_pipeline.parsing.{name}"
         for name in ("docx", "html", "markdown", "text", "pdf", "xlsx", "pptx", "image", "segments")

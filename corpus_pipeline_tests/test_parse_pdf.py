@@ -19,7 +19,7 @@ from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pdf import parse_pdf
 from corpus_pipeline.parsing.pdf.ocr import tesseract_version
 from corpus_pipeline.profiling import profile_file
-from corpus_pipeline.settings import CorpusSettings
+from corpus_pipeline.settings import CorpusSettings, load_settings
 from corpus_pipeline_tests.support import DOCS, bare_profile
 
 mu: Any = pymupdf  # PyMuPDF is only partly annotated
@@ -230,6 +230,66 @@ def test_a_scanned_page_is_read_with_ocr(tmp_path):
     text = " ".join(r.text for r in ctx.rows)
     assert "inspection passed" in text
     assert all(r.page_numbers == [1] for r in ctx.rows)
+
+
+SCANNED_LINES = [
+    "Quarterly inspection passed",
+    "Boiler pressure within limits",
+    "All valves were replaced in March",
+    "Next inspection due in June",
+    "Pump seals show light wear",
+]
+
+
+def _scanned_pdf(path: Path, lines: list[str]) -> Path:
+    """One image-only page per line, as a scanner delivers them."""
+    scan: Any = mu.open()
+    for line in lines:
+        src: Any = mu.open()
+        page = src.new_page(width=595, height=842)
+        page.insert_text((72, 200), line, fontsize=28)
+        png = page.get_pixmap(dpi=150).tobytes("png")
+        scan.new_page(width=595, height=842).insert_image(mu.Rect(0, 0, 595, 842), stream=png)
+    scan.save(path)
+    return path
+
+
+@pytest.mark.skipif(tesseract_version() is None, reason="Tesseract is not installed")
+def test_scanned_pages_recognised_side_by_side_read_as_one_at_a_time(tmp_path):
+    path = _scanned_pdf(tmp_path / "scans.pdf", SCANNED_LINES)
+    one = parse(path, tmp_path / "one", load_settings(home=tmp_path / "h1", ocr_workers=1))
+    three = parse(path, tmp_path / "three", load_settings(home=tmp_path / "h3", ocr_workers=3))
+    rows = [(r.text, r.page_numbers) for r in three.rows]
+    assert rows == [(r.text, r.page_numbers) for r in one.rows]
+    for number, line in enumerate(SCANNED_LINES, start=1):
+        words = line.split()[-2:]
+        assert any(" ".join(words) in text and pages == [number] for text, pages in rows), line
+
+
+@pytest.mark.skipif(tesseract_version() is None, reason="Tesseract is not installed")
+def test_a_page_whose_recognition_fails_fails_alone(tmp_path, monkeypatch):
+    import pytesseract
+
+    from corpus_pipeline.parsing import pdf as pdf_parser
+    from corpus_pipeline.parsing.pdf.ocr import recognise as real
+
+    calls = {"n": 0}
+
+    def second_fails(image: Any, lang: str) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise pytesseract.TesseractError(1, "engine crashed")
+        return real(image, lang)
+
+    monkeypatch.setattr(pdf_parser, "recognise", second_fails)
+    path = _scanned_pdf(tmp_path / "scans.pdf", SCANNED_LINES[:3])
+    ctx = parse(path, tmp_path, load_settings(home=tmp_path / "h", ocr_workers=1))
+    text = " ".join(r.text for r in ctx.rows)
+    assert "inspection passed" in text and "replaced in March" in text
+    assert "Boiler pressure" not in text
+    failed = [d for d in ctx.diagnostics.items if d.code == "ocr.failed"]
+    assert [(d.page, d.lost) for d in failed] == [(2, "page text")]
+    assert "OCR of page 2 failed" in failed[0].message
 
 
 def test_an_encrypted_pdf_without_password_is_refused():

@@ -238,3 +238,27 @@ def test_one_pathological_file_fails_alone_and_the_batch_goes_on(
     assert results["notes.md"].status == "ok" and results["notes.md"].counts["sections"] == 2
     assert results["endless.md"].status == "failed"
     assert results["endless.md"].error == "parse exceeded 1 s"
+
+
+def _tokenizer_loaded(conn: Any) -> None:
+    from corpus_pipeline.enrich.tokens import encoding
+
+    conn.send(encoding.cache_info().currsize)
+    conn.close()
+
+
+def test_a_parse_worker_starts_with_the_tokenizer_loaded():
+    # Table rows are split by token count; a worker that loaded bpe_openai itself paid ~1.5 s.
+    from corpus_pipeline import worker
+
+    reader, writer = worker._CONTEXT.Pipe(duplex=False)
+    child = worker._CONTEXT.Process(
+        target=_tokenizer_loaded, args=(writer,), name=f"{worker._NAME_PREFIX}tokenizer-check"
+    )
+    child.start()
+    writer.close()
+    try:
+        assert reader.poll(60)
+        assert reader.recv() == 1
+    finally:
+        child.join(30)

@@ -97,13 +97,16 @@ def test_split_plan_cuts_at_top_level_toc_entries():
     assert split_plan(50, toc, 100) == [(1, 50)]
 
 
-def _tagged_pdf(path: Path) -> bytes:
-    """A one-page PDF whose words are marked content under a structure tree."""
+def _tagged_pdf(path: Path, pages: int, ids_per_page: int) -> bytes:
+    """A PDF whose pages carry `ids_per_page` marked-content ids under a structure tree."""
     doc: Any = mu.open()
-    page = doc.new_page()
-    page.insert_text((72, 72), "Tagged words stay words", fontsize=12)
-    xref = page.get_contents()[0]
-    doc.update_stream(xref, b"/P <</MCID 0>> BDC\n" + doc.xref_stream(xref) + b"\nEMC")
+    for number in range(pages):
+        page = doc.new_page()
+        page.insert_text((72, 72), f"Tagged words stay words {number}", fontsize=12)
+        xref = page.get_contents()[0]
+        first = number * ids_per_page
+        tags = b"".join(b"/P <</MCID %d>> BDC EMC\n" % (first + i) for i in range(ids_per_page))
+        doc.update_stream(xref, tags + doc.xref_stream(xref))
     tree = doc.get_new_xref()
     doc.update_object(tree, "<< /Type /StructTreeRoot /K [] >>")
     doc.xref_set_key(doc.pdf_catalog(), "StructTreeRoot", f"{tree} 0 R")
@@ -111,13 +114,27 @@ def _tagged_pdf(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def test_the_structure_tree_is_left_unread_in_memory_only(tmp_path):
+def _tree(doc: Any) -> str:
+    return str(doc.xref_get_key(doc.pdf_catalog(), "StructTreeRoot")[0])
+
+
+def test_a_small_structure_tree_is_kept(tmp_path):
     path = tmp_path / "tagged.pdf"
-    original = _tagged_pdf(path)
+    _tagged_pdf(path, pages=3, ids_per_page=40)
     doc = open_pdf(path)
     try:
-        assert doc.xref_get_key(doc.pdf_catalog(), "StructTreeRoot")[0] == "null"
-        assert "Tagged words stay words" in doc[0].get_text()
+        assert _tree(doc) == "xref"  # its ActualText is the authored text
+    finally:
+        doc.close()
+
+
+def test_a_structure_tree_tagging_every_word_is_detached_in_memory_only(tmp_path):
+    path = tmp_path / "tagged.pdf"
+    original = _tagged_pdf(path, pages=3, ids_per_page=4000)
+    doc = open_pdf(path)
+    try:
+        assert _tree(doc) == "null"
+        assert "Tagged words stay words 2" in doc[2].get_text()
     finally:
         doc.close()
     assert path.read_bytes() == original  # the file itself is never written
@@ -130,7 +147,7 @@ def test_a_browser_printed_filing_reads_the_same_without_its_structure_tree():
     kept: Any = mu.open(path)
     detached = open_pdf(path)
     try:
-        assert kept.xref_get_key(kept.pdf_catalog(), "StructTreeRoot")[0] == "xref"
+        assert _tree(kept) == "xref" and _tree(detached) == "null"
         for number in (0, 10, 40):
             assert detached[number].get_text("rawdict") == kept[number].get_text("rawdict")
             assert detached[number].get_cdrawings() == kept[number].get_cdrawings()

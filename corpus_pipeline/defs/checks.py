@@ -6,6 +6,7 @@ chunk and section-tree checks block: the stages after them would build on a brok
 so the step stops there. The directory check runs after the commit and only reports.
 """
 
+import warnings
 from pathlib import Path
 
 import dagster as dg
@@ -25,7 +26,16 @@ SHOWN_PROBLEMS = 3
 
 
 def check_specs() -> list[dg.AssetCheckSpec]:
-    """The checks of each document's step (a function, like the asset specs)."""
+    """The checks of each document's step (a function, like the asset specs).
+
+    Partitioned check specs are a Dagster preview; its warning, printed on every import of the
+    definitions (each `corpus` command, each ingest worker), is silenced here and only here."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return _check_specs()
+
+
+def _check_specs() -> list[dg.AssetCheckSpec]:
     return [
         dg.AssetCheckSpec(
             "chunks_honour_contract",

@@ -9,7 +9,7 @@ ENCODING_NAME = "o200k_base"
 
 
 @cache
-def _encoding() -> Any:
+def encoding() -> Any:
     import bpe_openai
 
     return bpe_openai.get_encoding(ENCODING_NAME)
@@ -18,4 +18,4 @@ def _encoding() -> Any:
 def count_tokens(text: str) -> int:
     if not text:
         return 0
-    return len(_encoding().encode(text))
+    return len(encoding().encode(text))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -60,7 +61,8 @@ from corpus_pipeline.parsing.pdf.ocr import (
     OcrParagraph,
     body_line_height,
     ocr_heading_level,
-    ocr_page,
+    recognise,
+    render_page,
     tesseract_lang,
     tesseract_version,
 )
@@ -130,6 +132,7 @@ class _Page:
     height: float
     blocks: list[Block]
     ocr: list[OcrParagraph] = field(default_factory=list)
+    scanned: bool = False  # read by OCR (its text arrives when the recognition finishes)
     tables: list[Any] = field(default_factory=list)
     images: list[Any] = field(default_factory=list)
     in_figure: set[int] = field(default_factory=set)
@@ -160,6 +163,9 @@ class _Reader:
         self.ocr_lang = tesseract_lang(ctx.profile.language)
         self.ocr_warned = False
         self.ocr_pages = 0
+        self.ocr_workers = _setting(ctx, "ocr_workers")
+        self.ocr_pool: ThreadPoolExecutor | None = None  # started at the first scanned page
+        self.ocr_pending: list[tuple[_Page, Future[list[OcrParagraph]]]] = []
         self.judge = self._judge()
 
     def _judge(self) -> LLMJudge | None:
@@ -187,11 +193,15 @@ class _Reader:
         if self.category == "scan" and tesseract_version() is None:
             self._warn_ocr()
         plan = self.pdf.split_plan or [(1, self.doc.page_count)]
-        for start, end in plan:
-            if self.cut_at is not None:
-                break
-            self._range(start, min(end, self.doc.page_count))
-            _mupdf.TOOLS.store_shrink(100)  # release MuPDF's cached page resources
+        try:
+            for start, end in plan:
+                if self.cut_at is not None:
+                    break
+                self._range(start, min(end, self.doc.page_count))
+                _mupdf.TOOLS.store_shrink(100)  # release MuPDF's cached page resources
+        finally:
+            if self.ocr_pool is not None:
+                self.ocr_pool.shutdown(cancel_futures=True)
         if self.cut_at is not None:
             self.ctx.diagnostics.add(
                 "parse",
@@ -241,6 +251,7 @@ class _Reader:
                 break
             pages.append(self._read_page(number))
             self.pages_done += 1
+        self._finish_ocr(0)
         if not pages:
             return
         counts: Counter[str] = Counter()
@@ -286,10 +297,17 @@ class _Reader:
                     page=number,
                     code="ocr.failed",
                 ):
-                    p.ocr = ocr_page(page, self.ocr_lang)
-                    self.ocr_pages += 1
-                    chars = sum(len(o.text) for o in p.ocr)
-        if self.tables is not None and not p.ocr and chars:
+                    image = render_page(page)
+                    self._start_ocr(p, image)
+                if p.scanned:
+                    return p  # its text, tables-free, arrives with the recognition
+        self._read_rest(p, page, chars)
+        return p
+
+    def _read_rest(self, p: _Page, page: Any, chars: int) -> None:
+        """A page's tables and images, once its text is known not to come from OCR."""
+        ctx, number = self.ctx, p.number
+        if self.tables is not None and chars:
             with ctx.part(
                 "table",
                 f"tables on page {number} could not be detected; their text is kept as text",
@@ -300,7 +318,7 @@ class _Reader:
                 known = self.sampled_tables.get(number)
                 if known if known is not None else self.tables.table_likely(page):
                     p.tables = list(self.tables.find_tables(page, number, ctx.diagnostics))
-        if self.images is not None and not p.ocr:
+        if self.images is not None:
             with ctx.part(
                 "image",
                 f"images on page {number} could not be listed; skipped",
@@ -313,7 +331,36 @@ class _Reader:
                     )
                 )
         self.chars += chars
-        return p
+
+    def _start_ocr(self, p: _Page, image: Any) -> None:
+        """Recognise a rendered page on the OCR pool (`ocr_workers` Tesseract processes side by
+        side); at most two pages per worker wait, rendered, in memory (~25 MB each)."""
+        if self.ocr_pool is None:
+            self.ocr_pool = ThreadPoolExecutor(self.ocr_workers, thread_name_prefix="corpus-ocr")
+        self.ocr_pending.append((p, self.ocr_pool.submit(recognise, image, self.ocr_lang)))
+        p.scanned = True
+        self._finish_ocr(2 * self.ocr_workers)
+
+    def _finish_ocr(self, keep: int) -> None:
+        """Collect recognised pages, oldest first, until at most `keep` are pending. A page whose
+        recognition failed is read like an unreadable scan was before: a diagnostic, then its
+        tables and images from the page itself."""
+        while len(self.ocr_pending) > keep:
+            p, future = self.ocr_pending.pop(0)
+            with self.ctx.part(
+                "page text",
+                f"OCR of page {p.number} failed; the page has no text",
+                page=p.number,
+                code="ocr.failed",
+            ) as recognised:
+                p.ocr = future.result()
+                self.ocr_pages += 1
+            if recognised.failed:
+                p.scanned = False
+                page = self.doc.load_page(p.number - 1)
+                self._read_rest(p, page, sum(len(ln.text) for b in p.blocks for ln in b.lines))
+            else:
+                self.chars += sum(len(o.text) for o in p.ocr)
 
     def _join_tables(self, pages: list[_Page]) -> set[int]:
         """Join tables continued over a page break; returns ids of the tables to emit."""
