@@ -292,6 +292,22 @@ def test_a_page_whose_recognition_fails_fails_alone(tmp_path, monkeypatch):
     assert "OCR of page 2 failed" in failed[0].message
 
 
+@pytest.mark.skipif(tesseract_version() is None, reason="Tesseract is not installed")
+def test_a_scanned_page_without_words_keeps_its_picture(tmp_path):
+    src: Any = mu.open()
+    page = src.new_page(width=595, height=842)
+    for n in range(6):  # a chart: bars, no words
+        page.draw_rect(mu.Rect(80 + 70 * n, 700 - 80 * n, 130 + 70 * n, 760), fill=(0.2, 0.4, 0.8))
+    png = page.get_pixmap(dpi=150).tobytes("png")
+    path = _scanned_pdf(tmp_path / "scans.pdf", SCANNED_LINES[:1])
+    scan: Any = mu.open(path)
+    scan.new_page(width=595, height=842).insert_image(mu.Rect(0, 0, 595, 842), stream=png)
+    scan.saveIncr()
+    ctx = parse(path, tmp_path)
+    assert [r.page_numbers for r in ctx.rows if r.row_type is RowType.IMAGE] == [[2]]
+    assert any("inspection passed" in r.text for r in ctx.rows if r.page_numbers == [1])
+
+
 def test_an_encrypted_pdf_without_password_is_refused():
     with pytest.raises(PasswordRequiredError, match="password is needed"):
         profile_file(DOCS / "2206.01062_pg3.pdf")

@@ -343,8 +343,8 @@ class _Reader:
 
     def _finish_ocr(self, keep: int) -> None:
         """Collect recognised pages, oldest first, until at most `keep` are pending. A page whose
-        recognition failed is read like an unreadable scan was before: a diagnostic, then its
-        tables and images from the page itself."""
+        recognition failed is read like an unreadable scan: a diagnostic, then its tables and
+        images from the page itself; a page where nothing was recognised keeps its images."""
         while len(self.ocr_pending) > keep:
             p, future = self.ocr_pending.pop(0)
             with self.ctx.part(
@@ -359,6 +359,9 @@ class _Reader:
                 p.scanned = False
                 page = self.doc.load_page(p.number - 1)
                 self._read_rest(p, page, sum(len(ln.text) for b in p.blocks for ln in b.lines))
+            elif not p.ocr:  # nothing recognised: the page's images are its content
+                p.scanned = False
+                self._read_rest(p, self.doc.load_page(p.number - 1), 0)
             else:
                 self.chars += sum(len(o.text) for o in p.ocr)
 
