@@ -30,6 +30,19 @@ def needs_shared(folder: Path) -> pytest.MarkDecorator:
     )
 
 
+def _tesseract_missing() -> bool:
+    from corpus_pipeline.parsing.pdf.ocr import tesseract_version
+
+    return tesseract_version() is None
+
+
+# OCR tests skip on a developer's machine without Tesseract; never on CI (`CI` set), where
+# `make test` installs it (`make system-deps`): there a missing Tesseract fails them instead.
+needs_tesseract = pytest.mark.skipif(
+    _tesseract_missing() and not os.environ.get("CI"), reason="Tesseract is not installed"
+)
+
+
 @cache
 def scorer() -> ModuleType:
     """The corpus's own `score_structure.py` (stdlib only), imported from shared/."""

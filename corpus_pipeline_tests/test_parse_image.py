@@ -13,11 +13,9 @@ from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.errors import CorruptDocumentError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.image import parse_image, read_frames
-from corpus_pipeline.parsing.pdf.ocr import OcrParagraph, ocr_heading_level, tesseract_version
+from corpus_pipeline.parsing.pdf.ocr import OcrParagraph, ocr_heading_level
 from corpus_pipeline.profiling import profile_file
-from corpus_pipeline_tests.support import DOCS, run_parser
-
-needs_tesseract = pytest.mark.skipif(tesseract_version() is None, reason="Tesseract is missing")
+from corpus_pipeline_tests.support import DOCS, needs_tesseract, run_parser
 
 
 def _parse(path: Path, tmp_path: Path) -> ParseContext:

@@ -17,10 +17,9 @@ from corpus_pipeline.errors import (
 )
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pdf import parse_pdf
-from corpus_pipeline.parsing.pdf.ocr import tesseract_version
 from corpus_pipeline.profiling import profile_file
 from corpus_pipeline.settings import CorpusSettings, load_settings
-from corpus_pipeline_tests.support import DOCS, bare_profile
+from corpus_pipeline_tests.support import DOCS, bare_profile, needs_tesseract
 
 mu: Any = pymupdf  # PyMuPDF is only partly annotated
 
@@ -214,7 +213,7 @@ def test_two_columns_are_read_column_by_column(tmp_path):
     assert text.index("left29") < text.index("right0")
 
 
-@pytest.mark.skipif(tesseract_version() is None, reason="Tesseract is not installed")
+@needs_tesseract
 def test_a_scanned_page_is_read_with_ocr(tmp_path):
     src: Any = mu.open()
     page = src.new_page(width=595, height=842)
@@ -254,7 +253,7 @@ def _scanned_pdf(path: Path, lines: list[str]) -> Path:
     return path
 
 
-@pytest.mark.skipif(tesseract_version() is None, reason="Tesseract is not installed")
+@needs_tesseract
 def test_scanned_pages_recognised_side_by_side_read_as_one_at_a_time(tmp_path):
     path = _scanned_pdf(tmp_path / "scans.pdf", SCANNED_LINES)
     one = parse(path, tmp_path / "one", load_settings(home=tmp_path / "h1", ocr_workers=1))
@@ -266,7 +265,7 @@ def test_scanned_pages_recognised_side_by_side_read_as_one_at_a_time(tmp_path):
         assert any(" ".join(words) in text and pages == [number] for text, pages in rows), line
 
 
-@pytest.mark.skipif(tesseract_version() is None, reason="Tesseract is not installed")
+@needs_tesseract
 def test_a_page_whose_recognition_fails_fails_alone(tmp_path, monkeypatch):
     import pytesseract
 
@@ -292,7 +291,7 @@ def test_a_page_whose_recognition_fails_fails_alone(tmp_path, monkeypatch):
     assert "OCR of page 2 failed" in failed[0].message
 
 
-@pytest.mark.skipif(tesseract_version() is None, reason="Tesseract is not installed")
+@needs_tesseract
 def test_a_scanned_page_without_words_keeps_its_picture(tmp_path):
     src: Any = mu.open()
     page = src.new_page(width=595, height=842)
