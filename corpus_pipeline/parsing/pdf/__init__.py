@@ -115,6 +115,11 @@ def _setting(ctx: ParseContext, name: str) -> int:
     return int(CorpusSettings.model_fields[name].default)
 
 
+def _layer_chars(p: _Page) -> int:
+    """Characters of the page's text layer."""
+    return sum(len(ln.text) for b in p.blocks for ln in b.lines)
+
+
 def _optional(name: str) -> ModuleType | None:
     """The table/image modules are written in parallel; read PDFs without them if absent."""
     import importlib
@@ -286,7 +291,7 @@ class _Reader:
             p.blocks = page_blocks(page, number)
         if read.failed:
             return p
-        chars = sum(len(ln.text) for b in p.blocks for ln in b.lines)
+        chars = _layer_chars(p)
         if chars < _SCAN_CHARS and (self.category == "scan" or image_coverage(page) >= 0.5):
             if tesseract_version() is None:
                 self._warn_ocr()
@@ -355,13 +360,10 @@ class _Reader:
             ) as recognised:
                 p.ocr = future.result()
                 self.ocr_pages += 1
-            if recognised.failed:
+            if recognised.failed or not p.ocr:  # nothing recognised: images are its content
                 p.scanned = False
-                page = self.doc.load_page(p.number - 1)
-                self._read_rest(p, page, sum(len(ln.text) for b in p.blocks for ln in b.lines))
-            elif not p.ocr:  # nothing recognised: the page's images are its content
-                p.scanned = False
-                self._read_rest(p, self.doc.load_page(p.number - 1), 0)
+                chars = _layer_chars(p) if recognised.failed else 0
+                self._read_rest(p, self.doc.load_page(p.number - 1), chars)
             else:
                 self.chars += sum(len(o.text) for o in p.ocr)
 
