@@ -60,6 +60,7 @@ CHANNEL_STUDY: dict[str, dict[str, float] | None] = {
     "path only": {"path": 1.0},
     "term only": {"term": 1.0},
     "content + term": {"content": DEFAULT_WEIGHTS["content"], "term": DEFAULT_WEIGHTS["term"]},
+    "fused without the page channel": {**DEFAULT_WEIGHTS, "page": 0.0},
     "fused + document prior 0.5": {**DEFAULT_WEIGHTS, "document": 0.5},
     "fused + document prior 1": {**DEFAULT_WEIGHTS, "document": 1.0},
 }

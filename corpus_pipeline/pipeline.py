@@ -73,6 +73,7 @@ class ParseOutput(_Record):
     pages_parsed: int | None = None
     truncated: bool = False
     declared_date: str | None = None
+    page_labels: list[str] = []
 
 
 class ChunksOutput(_Record):
@@ -185,6 +186,7 @@ def run_parse(
         pages_parsed=max((p for r in rows for p in r.page_numbers), default=None),
         truncated=any(d.code == "parse.budget_exceeded" for d in ctx.diagnostics.items),
         declared_date=ctx.declared_date.isoformat() if ctx.declared_date else None,
+        page_labels=ctx.page_labels,
     )
 
 
@@ -400,6 +402,7 @@ def assemble_document(
             pages_parsed=parsed.pages_parsed,
             truncated=parsed.truncated,
         ),
+        page_labels=parsed.page_labels,
         files=files,
         hierarchy=compact_hierarchy(headings),
         diagnostics_count=dict(sorted(Counter(d.level for d in diagnostics).items())),

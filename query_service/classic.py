@@ -27,6 +27,7 @@ from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.index import channels as ch
 from query_service.fusion import weighted_rrf
 from query_service.instructions import search_text
+from query_service.pages import PageReference, page_references
 from query_service.recency import asks_for_latest, superseded
 from query_service.revision import Revision
 
@@ -150,6 +151,31 @@ def channel_query(
     return tantivy.Query.boolean_query(
         [(tantivy.Occur.Must, should), (tantivy.Occur.Must, type_filter)]
     )
+
+
+def page_query(
+    pages: PageReference, terms: Sequence[str], type_filter: tantivy.Query | None
+) -> tantivy.Query:
+    """The chunks printed on a page the question names (by position, from the end, or by the
+    label printed on it), ranked by the question's content words (BM25)."""
+    schema = ch.schema()
+    on_page = [
+        (tantivy.Occur.Should, tantivy.Query.term_query(schema, name, value))
+        for name, values in (
+            (ch.F_PAGE, pages.numbers),
+            (ch.F_PAGE_FROM_END, pages.from_end),
+            (ch.F_PAGE_LABEL, pages.labels),
+        )
+        for value in values
+    ]
+    clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(on_page))]
+    clauses += [
+        (tantivy.Occur.Should, tantivy.Query.term_query(schema, ch.F_CONTENT, term))
+        for term in terms
+    ]
+    if type_filter is not None:
+        clauses.append((tantivy.Occur.Must, type_filter))
+    return tantivy.Query.boolean_query(clauses)
 
 
 def _type_filter(chunk_types: Sequence[ChunkType]) -> tantivy.Query | None:
@@ -350,9 +376,15 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         terms = {
             channel: shape_query(channel, query_text)
             for channel in CHANNELS
-            if weights.get(channel, 0) > 0 and channel != "document"
+            if weights.get(channel, 0) > 0 and channel not in ("document", "page")
         }
         labels = label_phrases(query_text)
+        pages = (
+            page_references(query_text)
+            if weights.get("page", 0) > 0 and ch.F_PAGE in revision.fields
+            else PageReference()
+        )
+        page_terms = (terms.get("content") or shape_query("content", query_text)) if pages else []
         older = superseded_documents(revision) if asks_for_latest(query_text) else frozenset()
         documents: list[str] = []
         if weights.get("document", 0) > 0:
@@ -397,6 +429,17 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                     keys.append(key)
                 ranked[channel] = keys
                 channel_scores[channel] = [round(score, 5) for score, _ in hits]
+            if pages:
+                hits = searcher.search(
+                    page_query(pages, page_terms, type_filter), depth, count=False
+                ).hits
+                exhausted &= len(hits) < depth
+                ranked["page"] = []
+                for _, address in hits:
+                    key = (address.segment_ord, address.doc)
+                    addresses[key] = address
+                    ranked["page"].append(key)
+                channel_scores["page"] = [round(score, 5) for score, _ in hits]
             if documents and terms.get("content"):
                 # The best chunks of the documents the query names, document by document.
                 keys = []

@@ -35,6 +35,9 @@ class Revision:
     directory: Path
     index: tantivy.Index
     searcher: tantivy.Searcher
+    # The index's fields: a revision published by an earlier schema lacks the newer ones (the
+    # page fields), and searches skip what it cannot answer.
+    fields: frozenset[str] = frozenset(ch.INDEX_FIELDS)
     _tables: dict[str, Any] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _cards: DocumentCards | None = None
@@ -97,4 +100,5 @@ def open_revision(
         directory=directory,
         index=index,
         searcher=index.searcher(),
+        fields=frozenset(ch.field_names(directory / pointer.tantivy_dir)),
     )

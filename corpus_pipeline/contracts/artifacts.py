@@ -235,6 +235,12 @@ class Manifest(_Model):
     pipeline_version: str
     timings: dict[str, float] = Field(description="Seconds per stage.")
     statistics: Statistics
+    page_labels: list[str] = Field(
+        default_factory=list,
+        description="The label printed on each physical page, in page order ('' where none; "
+        "empty for formats without pages): the PDF's declared page labels, else the page "
+        "numbers printed in its headers and footers.",
+    )
     files: dict[str, str] = Field(
         description="Relative path → sha256 of every file in the directory."
     )

@@ -40,6 +40,11 @@ F_SOURCE = "f_source"
 F_ORG_UNIT = "f_org_unit"
 F_DATE = "f_date"
 F_SOURCE_PATH = "f_source_path"
+# Where a chunk is printed: physical pages, pages counted from the document's end (1 = the last
+# page) and the labels printed on its pages, for questions that name a page ("on page 28").
+F_PAGE = "f_page"
+F_PAGE_FROM_END = "f_page_from_end"
+F_PAGE_LABEL = "f_page_label"
 
 CHANNEL_FIELDS = {"content": F_CONTENT, "path": F_PATH, "term": F_TERM}
 CHANNEL_ANALYZERS = {"content": STEM_ANALYZER, "path": STEM_ANALYZER, "term": TERM_ANALYZER}
@@ -119,7 +124,37 @@ def schema() -> tantivy.Schema:
     for name in (F_DOCUMENT_TYPE, F_SOURCE, F_ORG_UNIT, F_SOURCE_PATH):
         builder.add_text_field(name, stored=False, tokenizer_name="raw")
     builder.add_integer_field(F_DATE, stored=False, indexed=True, fast=True)
+    # Appended after the fields of earlier indexes, so their field ids stay what they were.
+    builder.add_integer_field(F_PAGE, stored=False, indexed=True)
+    builder.add_integer_field(F_PAGE_FROM_END, stored=False, indexed=True)
+    builder.add_text_field(F_PAGE_LABEL, stored=False, tokenizer_name="raw")
     return builder.build()
+
+
+INDEX_FIELDS = (
+    F_CHUNK_ID,
+    F_CHUNK_TYPE,
+    F_DOCUMENT_IDS,
+    F_CONTENT,
+    F_PATH,
+    F_TERM,
+    F_STORED,
+    F_DOCUMENT_TYPE,
+    F_SOURCE,
+    F_ORG_UNIT,
+    F_SOURCE_PATH,
+    F_DATE,
+    F_PAGE,
+    F_PAGE_FROM_END,
+    F_PAGE_LABEL,
+)
+
+
+def field_names(path: Path) -> list[str]:
+    """The fields of the index at `path`, as written in its meta.json (an index written by an
+    earlier schema lacks the newer ones)."""
+    meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    return [f["name"] for f in meta.get("schema", [])]
 
 
 def filter_value(value: str) -> str:

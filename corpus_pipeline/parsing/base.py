@@ -287,6 +287,9 @@ class ParseContext:
     # The date the file's metadata declares (`corpus_pipeline.dates`); the document's date when
     # the uploader gave none.
     declared_date: date | None = None
+    # The label printed on each physical page ('' where none; paginated formats only): what a
+    # reader cites as "page 28" (see corpus_pipeline.parsing.pdf.page_labels).
+    page_labels: list[str] = field(default_factory=list)
     resources: ResourceSink = field(init=False)
 
     def __post_init__(self) -> None:

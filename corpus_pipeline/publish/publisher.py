@@ -30,7 +30,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -281,6 +281,13 @@ def _index_document(payload: dict[str, Any]) -> tantivy.Document:
             doc.add_text(field_name, value)
     for day in sorted({o["document_date"] for o in occurrences if o.get("document_date")}):
         doc.add_integer(ch.F_DATE, date.fromisoformat(day).toordinal())
+    for field_name, key in ((ch.F_PAGE, "pages"), (ch.F_PAGE_FROM_END, "pages_from_end")):
+        for number in sorted({n for o in occurrences for n in o.get(key, ())}):
+            doc.add_integer(field_name, number)
+    for label in sorted(
+        {ch.filter_value(x) for o in occurrences for x in o.get("page_labels", ())}
+    ):
+        doc.add_text(ch.F_PAGE_LABEL, label)
     return doc
 
 
@@ -328,6 +335,20 @@ def _document_date(record: SourceRecord, manifest: Manifest) -> str | None:
     return record.document_date.isoformat() if record.document_date else None
 
 
+def _page_marks(manifest: Manifest, pages: Sequence[int]) -> dict[str, list[Any]]:
+    """How a reader may name a chunk's pages besides their positions: counted from the end of
+    the document ("the last page") and by the numbers printed on them ("page iv", "page 28" on
+    the file's 30th page); a document that prints no page numbers is cited by position."""
+    count = manifest.profile.page_count or 0
+    labels = manifest.page_labels
+    if not any(labels):
+        labels = [str(p) for p in range(1, max(pages, default=0) + 1)]
+    return {
+        "pages_from_end": [count - p + 1 for p in pages if 1 <= p <= count],
+        "page_labels": [labels[p - 1] for p in pages if 1 <= p <= len(labels) and labels[p - 1]],
+    }
+
+
 def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, Any]:
     """One place a chunk occurs, with the document attributes that search filters test."""
     return {
@@ -337,6 +358,7 @@ def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, A
         "section_path": list(occ.hierarchy_path),
         "section_id": occ.section_id,
         "pages": list(occ.page_nums),
+        **_page_marks(manifest, occ.page_nums),
         "order": occ.order,
         "document_type": manifest.profile.format.value,
         "source": record.source_kind.value,
@@ -486,6 +508,12 @@ def publish_namespace(
         )
         if previous is not None and t.RESOURCES not in previous.lance_versions:
             changed = sorted(wanted)  # published before resources were stored: add them all
+        index_base = previous
+        if previous is not None and ch.field_names(ns_dir / previous.tantivy_dir) != list(
+            ch.INDEX_FIELDS
+        ):
+            changed = sorted(wanted)  # an index of an earlier schema is rebuilt from scratch
+            index_base = None
         removed = sorted(d for d in published_docs if d not in wanted)
         unchanged = len(wanted) - len(changed)
         timings["diff"] = time.perf_counter() - mark
@@ -505,9 +533,9 @@ def publish_namespace(
         # batches and their chunks go to tantivy as they come, except chunks that occur in
         # several documents (or are indexed already): those are merged first, written at the end.
         mark = time.perf_counter()
-        index_dir = _prepare_index_dir(ns_dir, previous, revision)
+        index_dir = _prepare_index_dir(ns_dir, index_base, revision)
         index = ch.open_index(index_dir)
-        state = _ChunkIndexState(index if previous is not None else None)
+        state = _ChunkIndexState(index if index_base is not None else None)
         places = _chunk_places(wanted[doc].directory for doc in changed)
         # Bulk loads get a second indexing thread; small updates stay on one.
         writer = index.writer(heap_size=256_000_000, num_threads=2 if len(places) > 20_000 else 1)

@@ -52,6 +52,7 @@ from corpus_pipeline.parsing.pdf.layout import (
     gutters,
     image_coverage,
     page_blocks,
+    page_number_marks,
     reading_order,
     repeated_keys,
     strip_furniture,
@@ -66,6 +67,7 @@ from corpus_pipeline.parsing.pdf.ocr import (
     tesseract_lang,
     tesseract_version,
 )
+from corpus_pipeline.parsing.pdf.page_labels import printed_labels
 from corpus_pipeline.settings import CorpusSettings
 
 # PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
@@ -120,6 +122,27 @@ def _layer_chars(p: _Page) -> int:
     return sum(len(ln.text) for b in p.blocks for ln in b.lines)
 
 
+def _declared_labels(doc: Document) -> list[str]:
+    """The page labels the PDF declares (/PageLabels), one per page; [] when it has none or
+    they cannot be read (a damaged number tree is not worth failing the page for)."""
+    try:
+        rules = sorted(doc.get_page_labels(), key=lambda rule: rule["startpage"])
+        labels = []
+        for number in range(doc.page_count):
+            active = [r for r in rules if r["startpage"] <= number]
+            if not active:
+                labels.append("")
+                continue
+            rule = active[-1]
+            style = rule.get("style", "")
+            value = number - rule["startpage"] + rule.get("firstpagenum", 1)
+            value -= 1 if style in ("a", "A") else 0  # the alphabet counts from 0
+            labels.append(str(_mupdf.utils.construct_label(style, rule.get("prefix", ""), value)))
+        return labels
+    except Exception:  # a malformed number tree only loses the labels
+        return []
+
+
 def _optional(name: str) -> ModuleType | None:
     """The table/image modules are written in parallel; read PDFs without them if absent."""
     import importlib
@@ -172,6 +195,7 @@ class _Reader:
         self.ocr_pool: ThreadPoolExecutor | None = None  # started at the first scanned page
         self.ocr_pending: list[tuple[_Page, Future[list[OcrParagraph]]]] = []
         self.judge = self._judge()
+        self.number_marks: dict[int, list[str]] = {}  # page → numbers printed in its bands
 
     def _judge(self) -> LLMJudge | None:
         settings = self.ctx.settings
@@ -222,6 +246,9 @@ class _Reader:
                 f"{self.ocr_pages} page(s) read with Tesseract OCR ({self.ocr_lang})",
                 level="info",
             )
+        self.ctx.page_labels = printed_labels(
+            self.doc.page_count, self.number_marks, _declared_labels(self.doc)
+        )
         if self.judge is not None:
             for message in sorted(set(self.judge.errors)):
                 self.ctx.diagnostics.add("hierarchy", "hierarchy.llm_fallback", message)
@@ -262,6 +289,7 @@ class _Reader:
         counts: Counter[str] = Counter()
         for p in pages:
             counts.update(band_keys(p.blocks, p.height))
+            self.number_marks[p.number] = page_number_marks(p.blocks, p.height)
         self.repeated |= repeated_keys(counts, len(pages))
         for p in pages:
             p.blocks = strip_furniture(

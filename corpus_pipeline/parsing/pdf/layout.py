@@ -260,6 +260,36 @@ def is_page_number(text: str) -> bool:
     return bool(_PAGE_NUMBER.match(" ".join(text.split())))
 
 
+_ROMAN = re.compile(r"^(?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})$")
+_PIPED_NUMBER = re.compile(r"^(\d{1,4})\s*[|│]|[|│]\s*(\d{1,4})$")
+MARK_TOP, MARK_BOTTOM = 0.15, 0.88  # page numbers sit a little further in than running text
+
+
+def page_number_marks(blocks: list[Block], height: float) -> list[str]:
+    """The page numbers printed near one page's top or bottom edge, or as its first or last
+    line ("28", "Page 5 of 9" → "5", "- 7 -" → "7", "iv", "Apple Inc. | Form 10-Q | 3" → "3"),
+    in reading order."""
+    out: list[str] = []
+    lines = [ln for b in blocks for ln in b.lines if ln.text.strip()]
+    if not lines:
+        return out
+    top = min(ln.bbox[1] for ln in lines)
+    bottom = max(ln.bbox[3] for ln in lines)
+    for ln in lines:
+        near_edge = ln.bbox[3] <= MARK_TOP * height or ln.bbox[1] >= MARK_BOTTOM * height
+        if not (near_edge or ln.bbox[1] == top or ln.bbox[3] == bottom):
+            continue
+        text = " ".join(ln.text.split())
+        if _PAGE_NUMBER.match(text):
+            bare = re.sub(r"^page\s*", "", text, flags=re.I).casefold()
+            number = re.search(r"\d+", bare) or _ROMAN.match(bare)
+            if number:
+                out.append(number.group(0))
+        elif piped := _PIPED_NUMBER.search(text):
+            out.append(piped.group(1) or piped.group(2))
+    return out
+
+
 _NUMBERED_HEADER = re.compile(r"^\d{1,4}\s+\D.*\D\s+\S*$|^\D.*\s\d{1,4}$")
 
 
