@@ -74,6 +74,7 @@ class ParseOutput(_Record):
     truncated: bool = False
     declared_date: str | None = None
     page_labels: list[str] = []
+    running_text: list[str] = []
 
 
 class ChunksOutput(_Record):
@@ -187,6 +188,7 @@ def run_parse(
         truncated=any(d.code == "parse.budget_exceeded" for d in ctx.diagnostics.items),
         declared_date=ctx.declared_date.isoformat() if ctx.declared_date else None,
         page_labels=ctx.page_labels,
+        running_text=ctx.running_text,
     )
 
 
@@ -403,6 +405,7 @@ def assemble_document(
             truncated=parsed.truncated,
         ),
         page_labels=parsed.page_labels,
+        running_text=parsed.running_text,
         files=files,
         hierarchy=compact_hierarchy(headings),
         diagnostics_count=dict(sorted(Counter(d.level for d in diagnostics).items())),

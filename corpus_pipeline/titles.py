@@ -71,12 +71,38 @@ def plausible_declared_title(text: str | None, source_file_name: str) -> str | N
     return title
 
 
+# An SEC filing's cover names the registrant on the line above this caption (10-K, 10-Q, 8-K,
+# 20-F, S-1 alike) and the form in a line of its own ("FORM 10-Q").
+_REGISTRANT_CAPTION = re.compile(
+    r"\(?exact name of (?:the )?registrant as specified in its charter", re.I
+)
+_FORM = re.compile(r"^form\s+(\d{1,2}-[a-z]{1,2}|[a-z]-\d{1,2}|\d{2}-f)\b", re.I)
+COVER_ROWS = 80
+
+
+def filing_title(rows: list[ParsedRow]) -> str | None:
+    """ "<registrant> Form <type>" from an SEC filing's cover page, or None when the document is
+    not a filing (no registrant caption among its first rows)."""
+    texts = [" ".join(r.text.split()) for r in rows[:COVER_ROWS] if r.text.strip()]
+    for i, text in enumerate(texts):
+        match = _REGISTRANT_CAPTION.search(text)
+        if not match:
+            continue
+        before = text[: match.start()].strip(" (")
+        name = before or (texts[i - 1] if i else "")
+        if not names_something(name) or len(name) > 100:
+            return None
+        forms = [m.group(1).upper() for t in texts[:i] if (m := _FORM.match(t))]
+        return f"{name} Form {forms[0]}" if forms else name
+    return None
+
+
 def document_title(
     rows: list[ParsedRow], source_file_name: str, declared: str | None = None
 ) -> str:
-    """The declared title if plausible, else the first non-generic shallowest heading, else
-    the file name without extension."""
-    title = plausible_declared_title(declared, source_file_name)
+    """The declared title if plausible, else an SEC filing's registrant and form, else the
+    first non-generic shallowest heading, else the file name without extension."""
+    title = plausible_declared_title(declared, source_file_name) or filing_title(rows)
     if title:
         return title
     headings = [

@@ -83,7 +83,7 @@ PARAGRAPH = (
     "the reed beds at dawn and noted every nest, every fledgling and every adult seen feeding. "
     "Water levels were recorded twice a week and the counts were compared with the previous "
     "year. The results for this transect are summarised in the paragraphs that follow, with "
-    "the methods kept the same as in earlier seasons so that the numbers can be compared."
+    "the methods kept the same as in earlier seasons so that the {bird} can be compared."
 )
 PLACES = ["northern", "eastern", "southern", "western", "central", "coastal"]
 BIRDS = ["grey herons", "egrets", "bitterns", "night herons", "spoonbills", "storks"]

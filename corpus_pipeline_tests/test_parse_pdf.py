@@ -3,6 +3,7 @@ passwords, refusals and the parse budget. PDFs are generated with PyMuPDF where 
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,60 @@ def test_running_headers_footers_and_page_numbers_are_removed(tmp_path):
     assert "ACME" not in text
     assert "Page 3 of 4" not in text
     assert "Body text of page 4" in text
+
+
+BIRDS = [
+    "herons",
+    "egrets",
+    "bitterns",
+    "storks",
+    "ibises",
+    "cranes",
+    "rails",
+    "grebes",
+    "coots",
+    "terns",
+    "gulls",
+]
+
+
+def test_a_footer_printed_right_below_the_content_is_removed(tmp_path):
+    # Filings printed from a browser end each page's text with the running footer (and the page
+    # number) wherever the content stops, far from the page's bottom edge.
+    path = tmp_path / "browser-printed.pdf"
+    doc: Any = mu.open()
+    for n in range(1, 5):
+        page = doc.new_page(width=595, height=842)
+        y = 120.0
+        for i in range(3 + n * 4):
+            words = " ".join(random.Random(n * 100 + i).choices(BIRDS, k=8))
+            page.insert_text((72, y), f"{words.capitalize()} were counted.", fontsize=10)
+            y += 16
+        page.insert_text((72, y + 20), f"Heron Holdings Inc. | Q3 2023 Form 10-Q | {n}", fontsize=9)
+        page.insert_text((290, y + 40), str(n), fontsize=9)
+    doc.save(path)
+    ctx = parse(path, tmp_path)
+    text = "\n".join(r.text for r in ctx.rows)
+    assert "Heron Holdings" not in text
+    assert not any(line.strip().isdigit() for line in text.splitlines())
+    assert text.count("were counted.") == sum(3 + n * 4 for n in range(1, 5))
+    assert ctx.page_labels == ["1", "2", "3", "4"]
+    assert ctx.running_text == ["Heron Holdings Inc. | Q3 2023 Form 10-Q"]  # kept as context
+
+
+def test_a_line_that_ends_only_some_pages_stays_text(tmp_path):
+    path = tmp_path / "endings.pdf"
+    doc: Any = mu.open()
+    for n in range(1, 6):
+        page = doc.new_page(width=595, height=842)
+        page.insert_text(
+            (72, 120), f"Body of page {n} with enough words to be a paragraph.", fontsize=10
+        )
+        if n == 2:
+            page.insert_text((72, 140), "Heron counts fell in the second quarter.", fontsize=10)
+    doc.save(path)
+    text = " ".join(r.text for r in parse(path, tmp_path).rows)
+    assert "Heron counts fell in the second quarter." in text
 
 
 def test_two_columns_are_read_column_by_column(tmp_path):

@@ -75,3 +75,39 @@ def test_a_pdf_declares_its_metadata_title(tmp_path: Path) -> None:
     ctx = run_parser(parse_pdf, source, tmp_path / "work", FileFormat.PDF)
     assert ctx.declared_title == "Owner's Manual"
     assert document_title(ctx.rows, source.name, ctx.declared_title) == "Owner's Manual"
+
+
+def paragraph(text: str, order: int) -> ParsedRow:
+    return ParsedRow(
+        order=order, row_type=RowType.PARAGRAPH, text=text, source_location=f"row {order}"
+    )
+
+
+def test_a_filing_is_titled_by_its_registrant_and_form():
+    cover = [
+        "UNITED STATES SECURITIES AND EXCHANGE COMMISSION",
+        "FORM 10-Q",
+        "For the quarterly period ended October 29, 2023",
+        "NVIDIA CORPORATION",
+        "(Exact name of registrant as specified in its charter)",
+        "Delaware",
+    ]
+    rows = [paragraph(t, i) for i, t in enumerate(cover)] + [heading("FORM 10-Q", 1, 9)]
+    assert document_title(rows, "2023_Q3_NVDA.pdf") == "NVIDIA CORPORATION Form 10-Q"
+
+
+def test_a_plausible_declared_title_still_wins_over_the_cover():
+    rows = [
+        paragraph("Heron Corp", 0),
+        paragraph("(Exact name of registrant as specified in its charter)", 1),
+    ]
+    declared = "Form 10-Q for Heron Corp filed 10/24/2023"
+    assert document_title(rows, "heron.pdf", declared) == declared
+
+
+def test_a_document_without_a_registrant_caption_is_no_filing():
+    rows = [
+        heading("Annual Performance Report", 1, 0),
+        paragraph("FORM 10-Q is mentioned here.", 1),
+    ]
+    assert document_title(rows, "report.pdf") == "Annual Performance Report"

@@ -54,6 +54,7 @@ PRIOR_DOCUMENTS = 5
 NAME_SHARE = 0.1
 
 DocKey = tuple[int, int]
+NO_PAGES = PageReference()
 
 
 def shape_query(channel: str, query: str) -> list[str]:
@@ -150,6 +151,15 @@ def channel_query(
         return should
     return tantivy.Query.boolean_query(
         [(tantivy.Occur.Must, should), (tantivy.Occur.Must, type_filter)]
+    )
+
+
+def on_named_page(location: dict[str, Any], pages: PageReference) -> bool:
+    """Whether a place a chunk occurs is on a page the question names."""
+    return bool(
+        set(location["pages"]) & set(pages.numbers)
+        or set(location.get("pages_from_end", ())) & set(pages.from_end)
+        or {ch.filter_value(x) for x in location.get("page_labels", ())} & set(pages.labels)
     )
 
 
@@ -269,14 +279,18 @@ def _result(
     ranks: dict[str, int],
     request: SearchRequest,
     superseded: frozenset[str] = frozenset(),
+    pages: PageReference = NO_PAGES,
 ) -> SearchResult | None:
     """A cited result, or None when exclusions remove every place the content occurs; a place
-    in a superseded document is cited after the others."""
+    in a superseded document is cited after the others, a place on a page the question names
+    before them (identical content printed on several pages is one chunk)."""
     locations = [loc for loc in payload["occurrences"] if not _excluded(loc, request)]
     if not locations:
         return None
-    if superseded:
-        locations.sort(key=lambda loc: loc["document_id"] in superseded)
+    if superseded or pages:
+        locations.sort(
+            key=lambda loc: (loc["document_id"] in superseded, not on_named_page(loc, pages))
+        )
     first = locations[0]
     return SearchResult(
         content=payload["content"],
@@ -382,7 +396,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         pages = (
             page_references(query_text)
             if weights.get("page", 0) > 0 and ch.F_PAGE in revision.fields
-            else PageReference()
+            else NO_PAGES
         )
         page_terms = (terms.get("content") or shape_query("content", query_text)) if pages else []
         older = superseded_documents(revision) if asks_for_latest(query_text) else frozenset()
@@ -466,7 +480,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             results = []
             for fused in weighted_rrf(ranked, weights, scores=channel_scores):
                 payload = _payload(revision, addresses[fused.key])
-                result = _result(payload, fused.score, fused.ranks, request, older)
+                result = _result(payload, fused.score, fused.ranks, request, older, pages)
                 if result is not None:
                     results.append(result)
                     if len(results) == request.top_k and not older:

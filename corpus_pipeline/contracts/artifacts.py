@@ -241,6 +241,12 @@ class Manifest(_Model):
         "empty for formats without pages): the PDF's declared page labels, else the page "
         "numbers printed in its headers and footers.",
     )
+    running_text: list[str] = Field(
+        default_factory=list,
+        description="The running headers and footers printed on the document's pages, without "
+        "page numbers: how the document names itself on every page. Stripped from the chunks' "
+        "text and indexed with every chunk instead.",
+    )
     files: dict[str, str] = Field(
         description="Relative path → sha256 of every file in the directory."
     )

@@ -290,6 +290,9 @@ class ParseContext:
     # The label printed on each physical page ('' where none; paginated formats only): what a
     # reader cites as "page 28" (see corpus_pipeline.parsing.pdf.page_labels).
     page_labels: list[str] = field(default_factory=list)
+    # The running headers/footers the document prints on its pages, without page numbers: how
+    # it names itself ("Apple Inc. | Q1 2023 Form 10-Q"); stripped from the text, kept here.
+    running_text: list[str] = field(default_factory=list)
     resources: ResourceSink = field(init=False)
 
     def __post_init__(self) -> None:

@@ -253,6 +253,18 @@ def _path_words(occ: dict[str, Any]) -> list[str]:
     return [occ["source_file_name"], *head, *path]
 
 
+def _document_context(occurrences: list[dict[str, Any]]) -> str:
+    """How the chunk's documents name themselves on every page (their running headers and
+    footers, "Apple Inc. | Q1 2023 Form 10-Q"), indexed with each of their chunks: the words a
+    question uses to say which document it means are rarely near the answer."""
+    lines: dict[str, None] = {}
+    for occ in occurrences:
+        for line in (occ.get("document_title") or "", *occ.get("running_text", ())):
+            if line:
+                lines.setdefault(line, None)
+    return "\n".join(lines)
+
+
 def _index_document(payload: dict[str, Any]) -> tantivy.Document:
     payload["occurrences"].sort(key=lambda o: (o["document_id"], o["order"]))
     occurrences = payload["occurrences"]
@@ -267,9 +279,11 @@ def _index_document(payload: dict[str, Any]) -> tantivy.Document:
     # counted twice; a resource's lead-in is document text, so the term channel holds it too.
     extra = "" if summary in content else summary
     lead_in = extra if payload["chunk_type"] != ChunkType.TEXT.value else ""
-    doc.add_text(ch.F_CONTENT, ch.with_variants(content + "\n" + extra))
+    # The documents' running headers are page text, so both text channels read them.
+    context = _document_context(occurrences)
+    doc.add_text(ch.F_CONTENT, ch.with_variants("\n".join((content, extra, context))))
     doc.add_text(ch.F_PATH, paths)
-    doc.add_text(ch.F_TERM, ch.with_variants(content + "\n" + lead_in + "\n" + paths))
+    doc.add_text(ch.F_TERM, ch.with_variants("\n".join((content, lead_in, paths, context))))
     doc.add_bytes(ch.F_STORED, ch.encode_stored(payload))
     for field_name, key in (
         (ch.F_DOCUMENT_TYPE, "document_type"),
@@ -355,6 +369,7 @@ def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, A
         "document_id": record.document_id,
         "source_file_name": record.source_file_name,
         "document_title": manifest.title,
+        "running_text": list(manifest.running_text),
         "section_path": list(occ.hierarchy_path),
         "section_id": occ.section_id,
         "pages": list(occ.page_nums),

@@ -106,7 +106,7 @@ def pdf_page_words(doc: Any, ranges: Sequence[tuple[int, int]] = ()) -> list[Pag
             pages.append((number, page.get_text(), blocks, text_space(page).height))
         band: Counter[str] = Counter()
         for _n, _t, blocks, height in pages:
-            band.update(band_keys(blocks, height))
+            band.update(band_keys(blocks, height).keys())
         repeated |= repeated_keys(band, len(pages))
         for number, plain, blocks, height in pages:
             before = [ln for b in blocks for ln in b.lines]

@@ -55,6 +55,7 @@ from corpus_pipeline.parsing.pdf.layout import (
     page_number_marks,
     reading_order,
     repeated_keys,
+    running_text,
     strip_furniture,
     text_space,
 )
@@ -196,6 +197,7 @@ class _Reader:
         self.ocr_pending: list[tuple[_Page, Future[list[OcrParagraph]]]] = []
         self.judge = self._judge()
         self.number_marks: dict[int, list[str]] = {}  # page → numbers printed in its bands
+        self.band_texts: dict[str, str] = {}  # furniture key → first text, in reading order
 
     def _judge(self) -> LLMJudge | None:
         settings = self.ctx.settings
@@ -249,6 +251,7 @@ class _Reader:
         self.ctx.page_labels = printed_labels(
             self.doc.page_count, self.number_marks, _declared_labels(self.doc)
         )
+        self.ctx.running_text = running_text(self.repeated, self.band_texts)
         if self.judge is not None:
             for message in sorted(set(self.judge.errors)):
                 self.ctx.diagnostics.add("hierarchy", "hierarchy.llm_fallback", message)
@@ -288,7 +291,10 @@ class _Reader:
             return
         counts: Counter[str] = Counter()
         for p in pages:
-            counts.update(band_keys(p.blocks, p.height))
+            keys = band_keys(p.blocks, p.height)
+            counts.update(keys.keys())
+            for key, text in keys.items():
+                self.band_texts.setdefault(key, text)
             self.number_marks[p.number] = page_number_marks(p.blocks, p.height)
         self.repeated |= repeated_keys(counts, len(pages))
         for p in pages:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -234,14 +235,48 @@ def furniture_key(text: str) -> str:
     return re.sub(r"\d+", "#", " ".join(text.casefold().split()))
 
 
-def band_keys(blocks: list[Block], height: float) -> set[str]:
-    """Keys of the lines in the top and bottom bands of one page."""
-    keys: set[str] = set()
-    for b in blocks:
-        for ln in b.lines:
-            if in_band(ln, height):
-                keys.add(furniture_key(ln.text))
+EDGE_LINES = 2  # lines at each end of a page that may be running headers/footers
+MAX_RUNNING_WORDS = 12  # a running header names a document or a part, it says nothing more
+
+
+def _edge_order(blocks: list[Block]) -> list[Line]:
+    """The page's text lines from top to bottom."""
+    lines = [ln for b in blocks for ln in b.lines if ln.text.strip()]
+    return sorted(lines, key=lambda ln: (ln.bbox[1], ln.bbox[0]))
+
+
+def band_keys(blocks: list[Block], height: float) -> dict[str, str]:
+    """Keys of the lines in the top and bottom bands of one page, and of its first and last
+    lines wherever they sit (a page printed from a browser or a word processor ends its text
+    with the running footer right below the content, far from the page's edge), each with the
+    first line's text."""
+    ordered = _edge_order(blocks)
+    edges = {id(ln) for ln in ordered[:EDGE_LINES] + ordered[-EDGE_LINES:]}
+    keys: dict[str, str] = {}
+    for ln in ordered:
+        if id(ln) in edges or in_band(ln, height):
+            keys.setdefault(furniture_key(ln.text), " ".join(ln.text.split()))
     return keys
+
+
+MAX_RUNNING_LINES = 6
+MAX_RUNNING_CHARS = 300
+
+
+def running_text(repeated: set[str], examples: dict[str, str]) -> list[str]:
+    """The document's running headers and footers as printed, without their page numbers
+    ("Apple Inc. | Q1 2023 Form 10-Q | 21" → "Apple Inc. | Q1 2023 Form 10-Q"): how the
+    document names itself on every page. `examples`: key → first text, in reading order."""
+    out: list[str] = []
+    for key, text in examples.items():
+        if key not in repeated or is_page_number(text):
+            continue
+        bare = _PIPED_NUMBER.sub("", text).strip(" |│")
+        if bare and bare not in out and sum(map(len, out)) + len(bare) <= MAX_RUNNING_CHARS:
+            out.append(bare)
+        if len(out) == MAX_RUNNING_LINES:
+            break
+    return out
 
 
 def in_band(line: Line, height: float) -> bool:
@@ -302,18 +337,52 @@ def _header_block(block: Block, height: float) -> bool:
     )
 
 
+def _gap(a: Line, b: Line) -> float:
+    """Vertical space between two lines (0 when they overlap)."""
+    return max(0.0, max(a.bbox[1], b.bbox[1]) - min(a.bbox[3], b.bbox[3]))
+
+
 def strip_furniture(
     blocks: list[Block], height: float, repeated: set[str], short_document: bool = False
 ) -> list[Block]:
-    """Drop header/footer lines (repeated band text, lone page numbers in the bands). In a
-    one- or two-page excerpt repetition cannot show, so a band line carrying a page number
-    ("Title of the paper 9") counts as a running header too."""
+    """Drop header/footer lines: repeated text and lone page numbers in the bands, or peeled
+    off either end of the page's text wherever it ends (a footer printed right below the
+    content). In a one- or two-page excerpt repetition cannot show, so a band line carrying a
+    page number ("Title of the paper 9") counts as a running header too."""
     out: list[Block] = []
 
+    def running(ln: Line) -> bool:
+        return furniture_key(ln.text) in repeated or is_page_number(ln.text)
+
+    def running_edge(ln: Line) -> bool:
+        """Repetition says less off the bands: a short line, in a document long enough."""
+        if is_page_number(ln.text):
+            return True
+        short = len(ln.text.split()) <= MAX_RUNNING_WORDS
+        return short and not short_document and furniture_key(ln.text) in repeated
+
+    # Off the bands, a running line is peeled only from the ends of the page's text, set apart
+    # from the text it ends by a blank line at least, never in a larger type than the page's
+    # usual (a chapter's big "1" over its title is a heading), and never the page's last line.
+    inner = [ln for ln in _edge_order(blocks) if not (in_band(ln, height) and running(ln))]
+    usual = statistics.median(ln.size for ln in inner) if inner else 0.0
+    peeled: set[int] = set()
+    for end in (inner, inner[::-1]):
+        run: list[Line] = []
+        for ln in end[: min(EDGE_LINES, len(inner) - 1 - len(peeled))]:
+            if not running_edge(ln) or ln.size > usual + 0.5:
+                break
+            run.append(ln)
+        while run and _gap(run[-1], end[len(run)]) < run[-1].size:
+            run.pop()  # not set apart from the text that follows: part of it
+        peeled.update(id(ln) for ln in run)
+
     def furniture(ln: Line) -> bool:
+        if id(ln) in peeled:
+            return True
         if not in_band(ln, height):
             return False
-        if furniture_key(ln.text) in repeated or is_page_number(ln.text):
+        if running(ln):
             return True
         return short_document and bool(_NUMBERED_HEADER.match(ln.text))
 
