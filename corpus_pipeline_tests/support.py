@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import json
 import os
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -142,6 +143,25 @@ def build_documents(
                 process_document(source, path, settings)
             records[name] = source
     return records
+
+
+def published_home(home: Path, files: Mapping[str, bytes | str]) -> tuple[Any, dict[str, Any]]:
+    """Settings over `home` with `files` built through every stage and published in one
+    revision: (settings, name → SourceRecord)."""
+    from corpus_pipeline.publish.service import publish
+    from corpus_pipeline.settings import load_settings
+
+    settings = load_settings(home=home)
+    records = build_documents(settings, dict(files))
+    publish(settings)
+    return settings, records
+
+
+def pdf_data(doc: Any) -> bytes:
+    """The bytes of a PyMuPDF document built in a test; the document is closed."""
+    data: bytes = doc.tobytes()
+    doc.close()
+    return data
 
 
 def search_after_ingest(settings: Any, path: Path, query: str, top_k: int = 1) -> tuple[Any, Any]:

@@ -13,12 +13,10 @@ import pymupdf
 import pytest
 
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import load_settings
 from query_service.classic import classic_search
 from query_service.revision import open_revision
 
-from .support import build_documents
+from .support import pdf_data, published_home
 
 WORDS = ["margin", "revenue", "segment", "cost", "quarter", "product", "service", "growth"]
 OTHER = ["sales", "expense", "unit", "price", "period", "goods", "income", "rise"]
@@ -37,23 +35,18 @@ def filing(footer: str | None, seed: int, words: list[str]) -> bytes:
             y += 16
         if footer:
             page.insert_text((72, y + 18), f"{footer} | {n}", fontsize=8)
-    data: bytes = doc.tobytes()
-    doc.close()
-    return data
+    return pdf_data(doc)
 
 
 @pytest.fixture(scope="module")
 def filings(tmp_path_factory):
-    settings = load_settings(home=tmp_path_factory.mktemp("context"))
-    files: dict[str, bytes | str] = {
+    files = {
         # The named filing never says "segment margin"; the others say little else.
         "filing-a.pdf": filing("Heron Holdings Inc. | Q3 2023 Form 10-Q", 1, OTHER),
         "filing-b.pdf": filing(None, 2, WORDS),
         "filing-c.pdf": filing(None, 3, WORDS),
     }
-    records = build_documents(settings, files)
-    publish(settings)
-    return settings, records
+    return published_home(tmp_path_factory.mktemp("context"), files)
 
 
 def test_the_running_footer_is_recorded_and_not_left_in_the_text(filings):

@@ -20,7 +20,7 @@ from query_service.classic import classic_search
 from query_service.pages import PageReference, page_references
 from query_service.revision import open_revision, read_current_pointer
 
-from .support import build_documents
+from .support import build_documents, pdf_data, published_home
 
 # -- reading page references from a question ---------------------------------------------------
 
@@ -110,21 +110,16 @@ def numbered_report(labels: list[str], declared: bool) -> bytes:
                 {"startpage": 3, "prefix": "", "style": "D", "firstpagenum": 1},
             ]
         )
-    data: bytes = doc.tobytes()
-    doc.close()
-    return data
+    return pdf_data(doc)
 
 
 @pytest.fixture(scope="module")
 def survey(tmp_path_factory):
-    settings = load_settings(home=tmp_path_factory.mktemp("pages"))
-    files: dict[str, bytes | str] = {
+    files = {
         "printed.pdf": numbered_report(["1", "2", "3", "4", "5"], declared=False),
         "declared.pdf": numbered_report(["", "", "", "", "", ""], declared=True),
     }
-    records = build_documents(settings, files)
-    publish(settings)
-    return settings, records
+    return published_home(tmp_path_factory.mktemp("pages"), files)
 
 
 def manifest(settings: Any, record: Any) -> dict[str, Any]:
