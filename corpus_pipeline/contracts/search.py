@@ -122,7 +122,8 @@ class SearchRequest(_Model):
     filters: SearchFilters = Field(default_factory=SearchFilters)
     weights: dict[str, float] | None = Field(
         default=None,
-        description="Channel weights; default path 1, content 2, term 1.5, document 0 (off).",
+        description="Channel weights; default path 1, content 2, term 1.5, document 0 (off), "
+        "page 3 (only for a question that names a page).",
     )
 
     @field_validator("weights")
