@@ -178,10 +178,9 @@ def page_query(
         )
         for value in values
     ]
-    clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(on_page))]
-    clauses += [
-        (tantivy.Occur.Should, tantivy.Query.term_query(schema, ch.F_CONTENT, term))
-        for term in terms
+    clauses = [
+        (tantivy.Occur.Must, tantivy.Query.boolean_query(on_page)),
+        (tantivy.Occur.Should, channel_query("content", terms, None)),
     ]
     if type_filter is not None:
         clauses.append((tantivy.Occur.Must, type_filter))

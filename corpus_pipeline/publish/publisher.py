@@ -349,21 +349,26 @@ def _document_date(record: SourceRecord, manifest: Manifest) -> str | None:
     return record.document_date.isoformat() if record.document_date else None
 
 
-def _page_marks(manifest: Manifest, pages: Sequence[int]) -> dict[str, list[Any]]:
+def _page_marks(manifest: Manifest, pages: Sequence[int], printed: bool) -> dict[str, list[Any]]:
     """How a reader may name a chunk's pages besides their positions: counted from the end of
     the document ("the last page") and by the numbers printed on them ("page iv", "page 28" on
-    the file's 30th page); a document that prints no page numbers is cited by position."""
+    the file's 30th page); a document that prints no page numbers (`printed` False: none of
+    its `page_labels` is set) is cited by position."""
     count = manifest.profile.page_count or 0
     labels = manifest.page_labels
-    if not any(labels):
-        labels = [str(p) for p in range(1, max(pages, default=0) + 1)]
+
+    def label(page: int) -> str:
+        if not printed:
+            return str(page)
+        return labels[page - 1] if page <= len(labels) else ""
+
     return {
         "pages_from_end": [count - p + 1 for p in pages if 1 <= p <= count],
-        "page_labels": [labels[p - 1] for p in pages if 1 <= p <= len(labels) and labels[p - 1]],
+        "page_labels": [text for p in pages if p >= 1 and (text := label(p))],
     }
 
 
-def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, Any]:
+def _location(record: SourceRecord, manifest: Manifest, occ: Any, printed: bool) -> dict[str, Any]:
     """One place a chunk occurs, with the document attributes that search filters test."""
     return {
         "document_id": record.document_id,
@@ -373,7 +378,7 @@ def _location(record: SourceRecord, manifest: Manifest, occ: Any) -> dict[str, A
         "section_path": list(occ.hierarchy_path),
         "section_id": occ.section_id,
         "pages": list(occ.page_nums),
-        **_page_marks(manifest, occ.page_nums),
+        **_page_marks(manifest, occ.page_nums, printed),
         "order": occ.order,
         "document_type": manifest.profile.format.value,
         "source": record.source_kind.value,
@@ -580,8 +585,9 @@ def publish_namespace(
         for doc in changed:
             chunks, nav, manifest = _load_artifacts(wanted[doc].directory)
             record = wanted[doc].record
+            printed = any(manifest.page_labels)  # once per document, not per chunk
             for chunk in chunks.chunks:
-                locations = [_location(record, manifest, occ) for occ in chunk.occurrences]
+                locations = [_location(record, manifest, occ, printed) for occ in chunk.occurrences]
                 payload = state.get(chunk.chunk_id)
                 if payload is None and places[chunk.chunk_id] == 1:
                     # Its only place, and not indexed yet: straight to the index.

@@ -303,12 +303,12 @@ MARK_TOP, MARK_BOTTOM = 0.15, 0.88  # page numbers sit a little further in than 
 def page_number_marks(blocks: list[Block], height: float) -> list[str]:
     """The page numbers printed near one page's top or bottom edge, or as its first or last
     line ("28", "Page 5 of 9" → "5", "- 7 -" → "7", "iv", "Apple Inc. | Form 10-Q | 3" → "3"),
-    in reading order."""
+    top to bottom."""
     out: list[str] = []
-    lines = [ln for b in blocks for ln in b.lines if ln.text.strip()]
+    lines = _edge_order(blocks)
     if not lines:
         return out
-    top = min(ln.bbox[1] for ln in lines)
+    top = lines[0].bbox[1]
     bottom = max(ln.bbox[3] for ln in lines)
     for ln in lines:
         near_edge = ln.bbox[3] <= MARK_TOP * height or ln.bbox[1] >= MARK_BOTTOM * height
