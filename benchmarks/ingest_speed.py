@@ -48,6 +48,7 @@ from corpus_pipeline.defs.documents import run_document
 from corpus_pipeline.hierarchy import assign_hierarchy
 from corpus_pipeline.ingest import ingest, publish_namespace_run
 from corpus_pipeline.parsing import pdf_tables
+from corpus_pipeline.profiling.pdf_profile import open_pdf
 from corpus_pipeline.settings import load_settings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
 
@@ -115,7 +116,7 @@ def table_flags(files: Sequence[Path]) -> dict[str, Any]:
     counts = {"pages": 0, "flagged": 0, "flagged_with_table": 0, "unflagged_with_table": 0}
     seconds = {"flagged_without_table": 0.0, "flagged_with_table": 0.0, "unflagged": 0.0}
     for path in files:
-        with _mupdf.open(path) as doc:
+        with open_pdf(path) as doc:  # as the parser opens it (an oversized tag tree detached)
             for page in doc:
                 if not page.get_text("text").strip():
                     continue  # scanned: OCR pages never reach the table finder
