@@ -1,21 +1,30 @@
-"""PDF tables: a cheap "is there a table here?" test, PyMuPDF's table finder turned into
-`TableGrid`s with real rowspan/colspan, captions, and joining of tables split by a page break.
+"""PDF tables: a cheap "is there a table here?" test, the table finder (`pdf_table_finder`) turned
+into `TableGrid`s with real rowspan/colspan, captions, and joining of tables split by a page break.
 
-`find_tables` is the expensive step (~20-400 ms/page on the corpus, ~110 on average);
-`table_likely` (~9 ms/page, mostly the first read of the page content) lets the parser skip it on
-plain text pages. Everything is deterministic: same page in, same grid out.
+The test and the finder share one read of the page (`PageView`: one MuPDF text page, one path
+list). On the 20 real 10-Q filings the finder takes ~21 ms per flagged page with the test
+included, against ~190 ms for PyMuPDF's `find_tables` it replaced; `table_likely` lets the
+parser skip it on plain text pages. Everything is deterministic: same page in, same grid out.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from corpus_pipeline.parsing.base import DiagnosticSink, Part
+from corpus_pipeline.parsing.pdf_table_finder import (
+    FoundTable,
+    Span,
+    cell_text,
+    find_ruled_tables,
+    find_text_tables,
+)
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
 
 if TYPE_CHECKING:
@@ -53,19 +62,96 @@ class PdfTable:
     col_xs: tuple[float, ...] = field(default=(), compare=False, repr=False)
 
 
+class PageView:
+    """What the table code reads from one page, each read once.
+
+    Every `get_text` call rebuilds MuPDF's text page (1-40 ms on a real filing page) and
+    every `get_cdrawings` call re-runs the content stream; the table test and the finder
+    read words, blocks, spans and paths of the same page several times, so they share one
+    text page (the layout's, with its flags, when the caller passes it) and one path list.
+    Coordinates are unrotated page space.
+    """
+
+    def __init__(self, page: pymupdf.Page, textpage: Any = None) -> None:
+        self.page = page
+        if textpage is not None:
+            self.textpage = textpage  # the parser's own, shared with its layout read
+
+    @cached_property
+    def textpage(self) -> Any:
+        from corpus_pipeline.parsing.pdf.layout import TEXT_FLAGS
+
+        return _api(self.page).get_textpage(flags=TEXT_FLAGS)
+
+    @cached_property
+    def words(self) -> list[Any]:
+        return list(_api(self.page).get_text("words", textpage=self.textpage))
+
+    @cached_property
+    def blocks(self) -> list[Any]:
+        return list(_api(self.page).get_text("blocks", textpage=self.textpage))
+
+    @cached_property
+    def spans(self) -> list[Span]:
+        """Non-blank text spans with their bold and superscript flags."""
+        import pymupdf
+
+        data = _api(self.page).get_text("dict", textpage=self.textpage)
+        return [
+            Span(
+                _rect(s["bbox"]),
+                bool(s["flags"] & pymupdf.TEXT_FONT_BOLD) or "bold" in str(s["font"]).lower(),
+                bool(s["flags"] & pymupdf.TEXT_FONT_SUPERSCRIPT),
+            )
+            for b in data["blocks"]
+            for line in b.get("lines", ())
+            for s in line["spans"]
+            if str(s["text"]).strip()
+        ]
+
+    @cached_property
+    def paths(self) -> list[dict[str, Any]]:
+        return list(_api(self.page).get_cdrawings())
+
+    @cached_property
+    def rect(self) -> Rect:
+        """The page's rectangle in unrotated space (where text and drawings are)."""
+        import pymupdf
+
+        api = _api(self.page)
+        if not int(api.rotation):
+            return _rect(api.rect)
+        r = _api(pymupdf).Rect(api.rect) * api.derotation_matrix
+        r.normalize()
+        return _rect(r)
+
+    @cached_property
+    def segments(self) -> tuple[list[Rect], list[Rect]]:
+        return _segments(self.paths)
+
+    @cached_property
+    def text_rows(self) -> list[TextRow]:
+        return _line_segments(self.words)
+
+
+def _view(page: pymupdf.Page | PageView) -> PageView:
+    return page if isinstance(page, PageView) else PageView(page)
+
+
 # -- cheap evidence ------------------------------------------------------------------------------
 
 
-def table_likely(page: pymupdf.Page) -> bool:
+def table_likely(page: pymupdf.Page | PageView) -> bool:
     """True when ruling lines cross like a grid or ≥3 text lines align in ≥3 columns.
 
     Costs a drawing scan plus one word extraction (a few ms), so the parser can skip the
     table finder on the many pages that are plain prose.
     """
-    return _ruled_grid(page) or bool(_aligned_text_regions(page))
+    view = _view(page)
+    return _ruled_grid(view.segments) or bool(_aligned_text_regions(view))
 
 
-def _segments(page: pymupdf.Page) -> tuple[list[Rect], list[Rect]]:
+def _segments(paths: list[dict[str, Any]]) -> tuple[list[Rect], list[Rect]]:
     """Horizontal and vertical rulings: stroked lines and rect edges, or hairline filled rects.
 
     Plain filled areas (backgrounds, bars, logos) are ignored: their edges cross like a grid
@@ -73,7 +159,7 @@ def _segments(page: pymupdf.Page) -> tuple[list[Rect], list[Rect]]:
     """
     hs: list[Rect] = []
     vs: list[Rect] = []
-    for path in _api(page).get_cdrawings():
+    for path in paths:
         stroked = "s" in str(path.get("type", ""))
         for item in path.get("items", ()):
             kind = item[0]
@@ -97,9 +183,9 @@ def _segments(page: pymupdf.Page) -> tuple[list[Rect], list[Rect]]:
     return hs, vs
 
 
-def _ruled_grid(page: pymupdf.Page) -> bool:
+def _ruled_grid(segments: tuple[list[Rect], list[Rect]]) -> bool:
     """A grid has ≥6 distinct crossings over ≥3 rows or columns; one frame has 4 over 2x2."""
-    hs, vs = _segments(page)
+    hs, vs = segments
     if len(hs) < 2 or len(vs) < 2:
         return False
     tol = 2.0
@@ -113,9 +199,8 @@ def _ruled_grid(page: pymupdf.Page) -> bool:
     return len(points) >= 6 and (len(xs) >= 3 or len(ys) >= 3)
 
 
-def _line_segments(page: pymupdf.Page) -> list[tuple[float, float, list[Rect]]]:
+def _line_segments(words: list[Any]) -> list[tuple[float, float, list[Rect]]]:
     """Text rows as (y0, y1, segments): words on one baseline, split at gaps wider than ~2 spaces."""
-    words = _api(page).get_text("words")
     rows: list[list[Any]] = []
     for w in sorted(words, key=lambda w: (round(w[3]), w[0])):
         if rows and abs(rows[-1][0][3] - w[3]) <= 2.0:
@@ -155,9 +240,7 @@ def _aligned(seg: Rect, other: list[Rect], tol: float = 3.0) -> bool:
 TextRow = tuple[float, float, list[Rect]]
 
 
-def _aligned_text_regions(
-    page: pymupdf.Page, refine: bool = False
-) -> list[tuple[Rect, list[TextRow]]]:
+def _aligned_text_regions(view: PageView, refine: bool = False) -> list[tuple[Rect, list[TextRow]]]:
     """Runs of ≥3 nearby rows with ≥3 segments each, ≥3 of which align with a neighbour row.
 
     `refine` (for the text-strategy finder, not for the cheap test) cuts a run at wide empty
@@ -165,7 +248,7 @@ def _aligned_text_regions(
     columns, and returns the header lines just above that sit over the region's columns
     (the text strategy would split a wrapped header word by word, so they are kept apart).
     """
-    all_rows = _line_segments(page)
+    all_rows = view.text_rows
     rows = [r for r in all_rows if len(r[2]) >= 3]
     runs: list[list[TextRow]] = []
     for row in rows:
@@ -174,7 +257,7 @@ def _aligned_text_regions(
         else:
             runs.append([row])
     if refine:
-        gutter = 0.2 * float(_api(page).rect.width)
+        gutter = 0.2 * (view.rect[2] - view.rect[0])
         runs = [part for run in runs for part in _split_at_gutters(run, gutter)]
     regions: list[tuple[Rect, list[TextRow]]] = []
     for run in runs:
@@ -285,7 +368,7 @@ def _column_header_above(
             break
         if line_height and y1 - y0 > 1.05 * line_height:
             break  # set larger than the table's text: a heading or title above it
-        if _CAPTION_RE.match(_words_in(words, (x0, y0, x1, y1))):
+        if _CAPTION_RE.match(cell_text(words, (x0, y0, x1, y1))):
             break  # "Table 3: …" names the table; `_caption` keeps it as its caption
         if any(s[0] < x0 - 2.0 or s[2] > x1 + 2.0 for s in segs):
             break
@@ -319,7 +402,7 @@ def _with_header(
         for seg in sorted(segs, key=lambda s: s[0]):
             cols = [j for j, c in enumerate(ranges) if seg[0] < c[1] and seg[2] > c[0]]
             first, last = (min(cols), max(cols)) if cols else (_best_column(seg, ranges),) * 2
-            text = " ".join(_words_in(words, seg).split())
+            text = " ".join(cell_text(words, seg).split())
             if not text:
                 continue
             if placed and first <= placed[-1][1]:  # shares a column with the previous segment
@@ -334,67 +417,47 @@ def _with_header(
 # -- table finder --------------------------------------------------------------------------------
 
 
-@contextmanager
-def _unrotated(page: pymupdf.Page) -> Iterator[None]:
-    """PyMuPDF extracts text and drawings in unrotated page space, but its table finder works
-    in rotated space: on a page with /Rotate it would read every table transposed (and place it
-    where no text is). The finder runs with the rotation lifted, then it is put back."""
-    api = _api(page)
-    rotation = int(api.rotation)
-    if rotation:
-        api.set_rotation(0)
-    try:
-        yield
-    finally:
-        if rotation:
-            api.set_rotation(rotation)
-
-
 def find_tables(
-    page: pymupdf.Page, page_number: int, diagnostics: DiagnosticSink | None = None
+    page: pymupdf.Page | PageView, page_number: int, diagnostics: DiagnosticSink | None = None
 ) -> list[PdfTable]:
     """Ruled tables first; the text strategy only where aligned text exists and lines found none.
 
-    Degenerate finds (one column, one row, mostly empty, prose in boxes) are dropped because
-    PyMuPDF reports page frames and figure outlines as tables. PyMuPDF never reports a
-    one-column grid, so fully ruled one-column tables (ODT/DOCX exports) are read from the
-    rulings here; unruled one-column "tables" stay text. Coordinates are unrotated page space,
-    like the rest of the PDF parser's. One table that cannot be extracted is recorded in
-    `diagnostics` and left out, so its words stay in the page text; the others are kept.
+    Degenerate finds (one column, one row, mostly empty, prose in boxes) are dropped: frames
+    and figure outlines close cells too. Ruled grids of one column are never found as grids,
+    so fully ruled one-column tables (ODT/DOCX exports) are read from the rulings here;
+    unruled one-column "tables" stay text. Coordinates are unrotated page space, like the
+    rest of the PDF parser's (a page's /Rotate does not transpose its tables). One table
+    that cannot be extracted is recorded in `diagnostics` and left out, so its words stay in
+    the page text; the others are kept.
     """
     sink = diagnostics if diagnostics is not None else DiagnosticSink()
-    with _unrotated(page):
-        return _find_tables(page, page_number, sink)
-
-
-def _find_tables(page: pymupdf.Page, page_number: int, sink: DiagnosticSink) -> list[PdfTable]:
-    api = _api(page)
-    lined = _extracted(api.find_tables(use_layout=False), page_number, sink)
-    found: list[tuple[Any, list[list[str | None]], list[TextRow] | None]]
-    found = [(t, x, None) for t, x in lined if _plausible(t, x)]
+    view = _view(page)
+    words, spans = view.words, view.spans
+    lined: list[FoundTable] = []
+    with _detection(sink, page_number) as part:
+        lined = find_ruled_tables(view.paths, words, spans, view.rect)
+    if part.failed:
+        return []  # the page's drawings or text cannot be read: its words stay text
+    found: list[tuple[FoundTable, list[TextRow] | None]]
+    found = [(t, None) for t in lined if _plausible(t)]
     if not found:
-        for region, above in _aligned_text_regions(page, refine=True):
-            tabs = api.find_tables(clip=region, strategy="text", use_layout=False)
-            found += [
-                (t, x, above) for t, x in _extracted(tabs, page_number, sink) if _plausible(t, x)
-            ]
-    boxes = _single_column_boxes(*_segments(page))
+        for region, above in _aligned_text_regions(view, refine=True):
+            with _detection(sink, page_number):
+                tabs = find_text_tables(words, spans, region)
+                found += [(t, above) for t in tabs if _plausible(t, spaced=True)]
+    boxes = _single_column_boxes(*view.segments)
     if not found and not boxes:
         return []
-    words = api.get_text("words")
-    blocks = api.get_text("blocks")
     located: list[tuple[Rect, TableGrid, tuple[float, ...]]] = []
-    rows: list[TextRow] | None = None
-    for tab, extracted, header in found:
+    for tab, header in found:
         with _one_table(sink, page_number):
-            grid, col_xs = _grid(tab, extracted, words)
-            bbox = _rect(tab.bbox)
+            grid, col_xs = _grid(tab, spans)
+            bbox = tab.bbox
             if header is not None:
                 grid, col_xs = _text_grid(grid, _col_ranges(tab), header, words)
             else:
-                rows = _line_segments(page) if rows is None else rows
                 ranges = _partition(col_xs, bbox)
-                header = _column_header_above(rows, bbox, ranges, words)
+                header = _column_header_above(view.text_rows, bbox, ranges, words)
                 grid = _with_header(grid, ranges, header, words)
             if header:
                 bbox = (bbox[0], min(bbox[1], header[0][0]), bbox[2], bbox[3])
@@ -402,13 +465,13 @@ def _find_tables(page: pymupdf.Page, page_number: int, sink: DiagnosticSink) -> 
     for bbox, ys in boxes:
         if any(_overlaps(bbox, other[0]) for other in located):
             continue
-        texts = [_words_in(words, (bbox[0], y0, bbox[2], y1)) for y0, y1 in itertools.pairwise(ys)]
+        texts = [cell_text(words, (bbox[0], y0, bbox[2], y1)) for y0, y1 in itertools.pairwise(ys)]
         if sum(1 for t in texts if t.strip()) >= 2:
             cells = [TableCell(i, 0, t) for i, t in enumerate(texts)]
             located.append((bbox, TableGrid(cells=cells), (bbox[0],)))
     out = []
     for bbox, grid, col_xs in sorted(located, key=lambda x: (round(x[0][1]), x[0][0])):
-        grid.caption = _caption(blocks, bbox)
+        grid.caption = _caption(view.blocks, bbox)
         out.append(PdfTable(page_number, (page_number,), bbox, grid, grid.caption, col_xs))
     return out
 
@@ -483,7 +546,7 @@ def _text_grid(
     heads: list[list[str]] = [[] for _ in kept]
     for _, _, segs in header:
         for seg in segs:
-            heads[_best_column(seg, kept)].append(_words_in(words, seg).replace("\n", " "))
+            heads[_best_column(seg, kept)].append(cell_text(words, seg).replace("\n", " "))
     cells += [TableCell(0, j, " ".join(texts), header=True) for j, texts in enumerate(heads)]
     return TableGrid(cells=cells, header_rows=1), tuple(r[0] for r in kept)
 
@@ -508,26 +571,14 @@ def _rect(r: Any) -> Rect:
     return (float(r[0]), float(r[1]), float(r[2]), float(r[3]))
 
 
-def _extracted(
-    finder: Any, page_number: int, sink: DiagnosticSink
-) -> list[tuple[Any, list[list[str | None]]]]:
-    out: list[tuple[Any, list[list[str | None]]]] = []
-    if finder is None:
-        # PyMuPDF's `find_tables` catches its own failures (one table's extraction, a broken
-        # drawing), prints them and returns None: the page's tables are lost, their text kept.
-        if not any(d.code == "table.failed" and d.page == page_number for d in sink.items):
-            sink.add(
-                "parse",
-                "table.failed",
-                f"tables on page {page_number} could not be detected; their text is kept as text",
-                page=page_number,
-                lost="table",
-            )
-        return out
-    for t in finder.tables:
-        with _one_table(sink, page_number):
-            out.append((t, t.extract()))
-    return out
+def _detection(sink: DiagnosticSink, page_number: int) -> AbstractContextManager[Part]:
+    """Isolation of the finder on one page: no tables from it, the page's words stay text."""
+    return sink.part(
+        "table",
+        f"tables on page {page_number} could not be detected; their text is kept as text",
+        page=page_number,
+        code="table.failed",
+    )
 
 
 def _one_table(sink: DiagnosticSink, page_number: int) -> AbstractContextManager[Part]:
@@ -540,10 +591,20 @@ def _one_table(sink: DiagnosticSink, page_number: int) -> AbstractContextManager
     )
 
 
-def _plausible(tab: Any, extracted: list[list[str | None]]) -> bool:
+def _plausible(tab: FoundTable, spaced: bool = False) -> bool:
+    """A grid of rows and columns with text in enough of its cells.
+
+    `spaced`: a text-strategy grid, whose blank rows and columns (line spacing, gutters) are
+    dropped later and do not count as empty cells.
+    """
     if tab.row_count < 2 or tab.col_count < 2:
         return False
-    slots = [c for row in extracted for c in row]
+    grid = [list(row) for row in tab.extracted]
+    if spaced:
+        grid = [row for row in grid if any(c and c.strip() for c in row)]
+        keep = [j for j in range(tab.col_count) if any((r[j] or "").strip() for r in grid)]
+        grid = [[row[j] for j in keep] for row in grid]
+    slots = [c for row in grid for c in row]
     texts = [c for c in slots if c is not None]
     filled = [c for c in texts if c.strip()]
     if not texts or len(filled) / len(texts) < _MIN_FILLED:
@@ -553,45 +614,12 @@ def _plausible(tab: Any, extracted: list[list[str | None]]) -> bool:
     return sum(len(c) for c in filled) / len(filled) <= _MAX_MEAN_CELL_CHARS
 
 
-def _words_in(words: list[Any], rect: Rect) -> str:
-    """Cell text from the page's word list (word centre inside the cell), line by line."""
-    inside = [
-        w
-        for w in words
-        if rect[0] <= (w[0] + w[2]) / 2 <= rect[2] and rect[1] <= (w[1] + w[3]) / 2 <= rect[3]
-    ]
-    inside.sort(key=lambda w: (w[5], w[6], w[7]))
-    lines: list[list[str]] = []
-    last: tuple[int, int] | None = None
-    for w in inside:
-        if (w[5], w[6]) != last:
-            lines.append([])
-            last = (w[5], w[6])
-        lines[-1].append(w[4])
-    return "\n".join(" ".join(line) for line in lines)
-
-
-def _cell_text(extracted: str | None, words: list[Any], rect: Rect) -> str:
-    """extract() text unless it disagrees with the page words once whitespace is ignored.
-
-    With small glyph heights the finder can split '4.50' or 'FUNCTION_ID' across lines
-    ("FUNCTION ID\\n_"); the word list keeps them whole, so it wins on any disagreement.
-    """
-    text = (extracted or "").strip()
-    from_words = _words_in(words, rect)
-    if "".join(text.split()) != "".join(from_words.split()) and from_words:
-        return from_words
-    return text
-
-
-def _grid(
-    tab: Any, extracted: list[list[str | None]], words: list[Any]
-) -> tuple[TableGrid, tuple[float, ...]]:
+def _grid(tab: FoundTable, spans: list[Span]) -> tuple[TableGrid, tuple[float, ...]]:
     """Anchor cells with spans: a None slot in `rows[i].cells` is covered by a neighbour."""
     rows = tab.rows
     n_rows, n_cols = len(rows), tab.col_count
     col_x = [
-        min((r.cells[j][0] for r in rows if r.cells[j] is not None), default=float("inf"))
+        min((c[0] for r in rows if (c := r.cells[j]) is not None), default=float("inf"))
         for j in range(n_cols)
     ]
     row_y = [float(r.bbox[1]) for r in rows]
@@ -601,48 +629,37 @@ def _grid(
         for j, rect in enumerate(row.cells):
             if rect is None:
                 continue
-            r = _rect(rect)
-            colspan = 1 + sum(1 for k in range(j + 1, n_cols) if col_x[k] < r[2] - tol)
-            rowspan = 1 + sum(1 for k in range(i + 1, n_rows) if row_y[k] < r[3] - tol)
-            text = _cell_text(extracted[i][j], words, r)
+            colspan = 1 + sum(1 for k in range(j + 1, n_cols) if col_x[k] < rect[2] - tol)
+            rowspan = 1 + sum(1 for k in range(i + 1, n_rows) if row_y[k] < rect[3] - tol)
+            text = (tab.extracted[i][j] or "").strip()
             cells.append(TableCell(i, j, text, rowspan, colspan))
-    grid = TableGrid(cells=cells, header_rows=_header_rows(tab, cells))
+    grid = TableGrid(cells=cells, header_rows=_header_rows(tab, cells, spans))
     col_xs = tuple(round(float(x), 2) for x in col_x if x != float("inf"))
     return grid, col_xs
 
 
-def _header_rows(tab: Any, cells: list[TableCell]) -> int:
-    """Row 0 is a header when PyMuPDF's header is internal; spans from row 0 extend it.
+def _header_rows(tab: FoundTable, cells: list[TableCell], spans: list[Span]) -> int:
+    """Row 0 is a header when the finder says so; spans from row 0 extend it.
 
     An "external" header is a text line above the table (often the caption), so row 0 only
     counts then if it is styled differently (bold) from the body.
     """
-    header = tab.header
-    if header.external and not _bold_first_row(tab):
+    if not tab.header_inside and not _bold_first_row(tab, spans):
         return 0
     first = [c for c in cells if c.row == 0]
     return max((c.rowspan for c in first), default=1)
 
 
-def _bold_first_row(tab: Any) -> bool:
+def _bold_first_row(tab: FoundTable, spans: list[Span]) -> bool:
     """Row 0 (nearly) all bold while the body is clearly less so: a styled header row."""
     if len(tab.rows) < 2:
         return False
-    page = tab.page
     body = tab.rows[1]
     body_rect = (body.bbox[0], body.bbox[1], tab.bbox[2], tab.bbox[3])
 
-    def bold_share(bbox: Any) -> float:
-        spans = [
-            s
-            for b in page.get_text("dict", clip=bbox)["blocks"]
-            for line in b.get("lines", ())
-            for s in line["spans"]
-            if s["text"].strip()
-        ]
-        if not spans:
-            return 0.0
-        return sum(1 for s in spans if s["flags"] & 16 or "bold" in s["font"].lower()) / len(spans)
+    def bold_share(bbox: Rect) -> float:
+        inside = [s for s in spans if _overlaps(s.bbox, bbox)]
+        return sum(1 for s in inside if s.bold) / len(inside) if inside else 0.0
 
     head = bold_share(tab.rows[0].bbox)
     return head >= 0.9 and bold_share(body_rect) <= head - 0.2

@@ -22,7 +22,13 @@ from corpus_pipeline.contracts.profile import PdfCategory
 from corpus_pipeline.enrich.llm import ChatModel, LLMFailure
 from corpus_pipeline.errors import CorruptDocumentError, PasswordRequiredError, WrongPasswordError
 from corpus_pipeline.parsing.base import part_errors
-from corpus_pipeline.parsing.pdf.layout import gutters, image_coverage, page_blocks, text_space
+from corpus_pipeline.parsing.pdf.layout import (
+    TEXT_FLAGS,
+    gutters,
+    image_coverage,
+    page_blocks,
+    text_space,
+)
 from corpus_pipeline.settings import CorpusSettings
 
 # PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
@@ -131,7 +137,8 @@ def read_toc(doc: Document) -> list[PdfTocEntry]:
 
 
 def _page_facts(page: Page, number: int) -> tuple[PdfPageFacts, Counter[str], Counter[float], str]:
-    blocks = page_blocks(page, number)
+    textpage = page.get_textpage(flags=TEXT_FLAGS)  # one text read for layout and table probe
+    blocks = page_blocks(page, number, textpage)
     fonts: Counter[str] = Counter()
     sizes: Counter[float] = Counter()
     texts: list[str] = []
@@ -157,19 +164,19 @@ def _page_facts(page: Page, number: int) -> tuple[PdfPageFacts, Counter[str], Co
         max_font_size=max_size,
         image_coverage=round(image_coverage(page), 3),
         columns=columns,
-        table_likely=_table_likely(page),
+        table_likely=_table_likely(page, textpage),
     )
     return facts, fonts, sizes, "\n".join(texts)
 
 
-def _table_likely(page: Page) -> bool:
+def _table_likely(page: Page, textpage: Any) -> bool:
     """Ask the table module (another engineer's) if it exists yet; never fails the profile."""
     try:
         from corpus_pipeline.parsing import pdf_tables  # type: ignore[attr-defined]
     except ImportError:
         return False
     try:
-        return bool(pdf_tables.table_likely(page))
+        return bool(pdf_tables.table_likely(pdf_tables.PageView(page, textpage)))
     except part_errors():  # a probe; the parser's table finder reports a damaged page
         return False
 

@@ -45,6 +45,7 @@ from corpus_pipeline.parsing.pdf.headings import (
     toc_reliable,
 )
 from corpus_pipeline.parsing.pdf.layout import (
+    TEXT_FLAGS,
     BBox,
     Block,
     Line,
@@ -322,7 +323,8 @@ class _Reader:
             page = self.doc.load_page(number - 1)
             space = text_space(page)
             p.width, p.height = space.width, space.height
-            p.blocks = page_blocks(page, number)
+            textpage = page.get_textpage(flags=TEXT_FLAGS)  # shared with the table reads
+            p.blocks = page_blocks(page, number, textpage)
         if read.failed:
             return p
         chars = _layer_chars(p)
@@ -340,10 +342,10 @@ class _Reader:
                     self._start_ocr(p, image)
                 if p.scanned:
                     return p  # its text, tables-free, arrives with the recognition
-        self._read_rest(p, page, chars)
+        self._read_rest(p, page, textpage, chars)
         return p
 
-    def _read_rest(self, p: _Page, page: Any, chars: int) -> None:
+    def _read_rest(self, p: _Page, page: Any, textpage: Any, chars: int) -> None:
         """A page's tables and images, once its text is known not to come from OCR."""
         ctx, number = self.ctx, p.number
         if self.tables is not None and chars:
@@ -355,8 +357,9 @@ class _Reader:
             ):
                 # The profile already asked `table_likely` for its sampled pages.
                 known = self.sampled_tables.get(number)
-                if known if known is not None else self.tables.table_likely(page):
-                    p.tables = list(self.tables.find_tables(page, number, ctx.diagnostics))
+                view = self.tables.PageView(page, textpage)  # one read for test and finder
+                if known if known is not None else self.tables.table_likely(view):
+                    p.tables = list(self.tables.find_tables(view, number, ctx.diagnostics))
         if self.images is not None:
             with ctx.part(
                 "image",
@@ -397,7 +400,7 @@ class _Reader:
             if recognised.failed or not p.ocr:  # nothing recognised: images are its content
                 p.scanned = False
                 chars = _layer_chars(p) if recognised.failed else 0
-                self._read_rest(p, self.doc.load_page(p.number - 1), chars)
+                self._read_rest(p, self.doc.load_page(p.number - 1), None, chars)
             else:
                 self.chars += sum(len(o.text) for o in p.ocr)
 

@@ -88,9 +88,12 @@ class Block:
         return union(ln.bbox for ln in self.lines)
 
 
-def page_blocks(page: Page, page_number: int) -> list[Block]:
-    """Text blocks with styled lines; empty lines and blocks are dropped."""
-    data = page.get_text("dict", flags=TEXT_FLAGS)
+def page_blocks(page: Page, page_number: int, textpage: Any = None) -> list[Block]:
+    """Text blocks with styled lines; empty lines and blocks are dropped.
+
+    `textpage`: one made with `TEXT_FLAGS` that other reads of the page share (building it is
+    most of the cost of a read)."""
+    data = page.get_text("dict", flags=TEXT_FLAGS, textpage=textpage)
     blocks: list[Block] = []
     for index, raw in enumerate(data.get("blocks", [])):
         if raw.get("type", 0) != 0:
