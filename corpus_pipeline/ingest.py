@@ -7,6 +7,7 @@ outcome says in words what failed; tracebacks stay in the Dagster run and the lo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import multiprocessing
@@ -256,6 +257,9 @@ _WORKER: _Runner | None = None
 
 def _start_worker(settings: CorpusSettings) -> None:
     global _WORKER
+    from corpus_pipeline.worker import start_forkserver
+
+    start_forkserver()  # preloads the parsers while the Dagster handles are built
     _WORKER = _Runner.of(settings)
 
 
@@ -284,8 +288,61 @@ def ingest(
     in the order of the files. Publishing stays with the caller, once for the batch."""
     ns = namespace or settings.namespace
     files = collect_files(paths)
+    workers = min(settings.ingest_workers, len(files))
+    with contextlib.ExitStack() as stack:
+        pool = None
+        if workers > 1:
+            # Started first, so the workers import and build their Dagster handles while the
+            # files are stored below (seconds that would otherwise open every batch).
+            context = multiprocessing.get_context("spawn")  # no Dagster threads inherited
+            pool = stack.enter_context(
+                ProcessPoolExecutor(workers, context, _start_worker, (settings,))
+            )
+            for _ in range(workers):
+                pool.submit(_ready)
+        instance = dagster_instance(settings)
+        results, groups = _register(files, instance, settings, ns, organizational_unit, on_progress)
+        if pool is None:
+            runner = _Runner(settings, instance, resources_for(settings))
+            for group in groups:
+                for job in group:
+                    results[job.index] = runner.run(job, ns, password)
+                    if on_progress is not None:
+                        on_progress(results[job.index])
+            return results
+        # Largest documents first: the batch then ends on small ones, both workers busy.
+        groups.sort(key=lambda group: -group[0].record.size_bytes)
+        pending = {pool.submit(_run_in_worker, group, ns, password): group for group in groups}
+        for future in as_completed(pending):
+            try:
+                done = future.result()
+            except Exception as exc:  # a pool worker died (killed, out of memory): its files fail
+                logger.exception("ingest worker failed")
+                done = [(job.index, job.result) for job in pending[future]]
+                for _, outcome in done:
+                    outcome.error = f"ingest worker failed ({type(exc).__name__})"
+            for index, outcome in done:
+                results[index] = outcome
+                if on_progress is not None:
+                    on_progress(outcome)
+    return results
+
+
+def _ready() -> None:
+    """A pool worker's first task: nothing; its initializer has run by then."""
+
+
+def _register(
+    files: list[tuple[Path, str]],
+    instance: dg.DagsterInstance,
+    settings: CorpusSettings,
+    ns: str,
+    organizational_unit: str | None,
+    on_progress: Callable[[IngestResult], None] | None,
+) -> tuple[list[IngestResult], list[list[_Job]]]:
+    """Store every file durably and register its document's partition; files with the same
+    content form one group (one partition, materialised once per copy, in order)."""
     registry = SourceRegistry(ObjectStore(settings.object_store))
-    instance = dagster_instance(settings)
     results = [IngestResult(path=path, source_file_name=name) for path, name in files]
     by_document: dict[str, list[_Job]] = {}
     for index, (path, name) in enumerate(files):
@@ -313,32 +370,7 @@ def ingest(
     new = [d for d in by_document if not instance.has_dynamic_partition(DOCUMENTS_PARTITION, d)]
     if new:
         instance.add_dynamic_partitions(DOCUMENTS_PARTITION, new)
-    groups = list(by_document.values())
-    workers = min(settings.ingest_workers, len(groups))
-    if workers <= 1:
-        runner = _Runner(settings, instance, resources_for(settings))
-        for group in groups:
-            for job in group:
-                results[job.index] = runner.run(job, ns, password)
-                if on_progress is not None:
-                    on_progress(results[job.index])
-        return results
-    context = multiprocessing.get_context("spawn")  # no Dagster threads or locks inherited
-    with ProcessPoolExecutor(workers, context, _start_worker, (settings,)) as pool:
-        pending = {pool.submit(_run_in_worker, group, ns, password): group for group in groups}
-        for future in as_completed(pending):
-            try:
-                done = future.result()
-            except Exception as exc:  # a pool worker died (killed, out of memory): its files fail
-                logger.exception("ingest worker failed")
-                done = [(job.index, job.result) for job in pending[future]]
-                for _, outcome in done:
-                    outcome.error = f"ingest worker failed ({type(exc).__name__})"
-            for index, outcome in done:
-                results[index] = outcome
-                if on_progress is not None:
-                    on_progress(outcome)
-    return results
+    return results, list(by_document.values())
 
 
 def publish_namespace_run(settings: CorpusSettings, namespace: str) -> PublishOutcome:

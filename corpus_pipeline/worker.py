@@ -81,6 +81,14 @@ _PRELOAD = [
     "mdit_py_plugins.front_matter",
 ]
 _CONTEXT.set_forkserver_preload(_PRELOAD)
+
+
+def start_forkserver() -> None:
+    """Start the forkserver (and its preload) now rather than at the first parse: a batch's
+    pool workers call it while their first document is still being stored."""
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
 _stdlib_preparation_data = spawn.get_preparation_data
 
 
