@@ -116,13 +116,18 @@ def ingest_command(
                     f"[green]ok[/]     {r.document_id}  {escape(r.source_file_name)}  {counts}  "
                     f"({r.seconds:.1f}s{_skipped_note(r.skipped)})"
                 )
+            elif r.status == "skipped":  # an archive member that is not a document
+                console.print(
+                    f"[yellow]skipped[/] {escape(r.source_file_name)}  {escape(r.error or '')}"
+                )
             else:
                 console.print(
                     f"[red]failed[/] {r.document_id or '-'}  {escape(r.source_file_name)}  "
                     f"{escape(r.error or '')}"
                 )
         ok = sum(r.status == "ok" for r in results)
-        console.print(f"{ok}/{len(results)} documents in namespace '{ns}'")
+        documents = sum(r.status != "skipped" for r in results)
+        console.print(f"{ok}/{documents} documents in namespace '{ns}'")
         console.print(f"artifacts: {settings.artifacts_dir}")
         if published is not None and published.error is None:
             console.print(
@@ -132,7 +137,7 @@ def ingest_command(
     if published is not None and published.error is not None:
         err_console.print(f"[red]publish failed:[/] {published.error}")
         sys.exit(1)
-    if any(r.status != "ok" for r in results):
+    if any(r.status not in ("ok", "skipped") for r in results):
         sys.exit(1)
 
 

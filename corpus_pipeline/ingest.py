@@ -14,7 +14,7 @@ import multiprocessing
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,8 @@ from pathlib import Path
 import dagster as dg
 from dagster_shared.error import SerializableErrorInfo
 
-from corpus_pipeline.contracts import Manifest, SourceKind, SourceRecord
+from corpus_pipeline.archives import archive_kind, read_archive
+from corpus_pipeline.contracts import FileFormat, Manifest, SourceKind, SourceRecord
 from corpus_pipeline.defs.checks import CHECK_LABELS, describe_problems
 from corpus_pipeline.defs.documents import STEP, document_pipeline
 from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION
@@ -34,6 +35,7 @@ from corpus_pipeline.defs.resources import (
 )
 from corpus_pipeline.errors import CorpusError, InvalidInputError, unexpected_error_message
 from corpus_pipeline.pipeline import document_dir
+from corpus_pipeline.profiling.sniff import sniff_format
 from corpus_pipeline.secrets import document_password
 from corpus_pipeline.settings import CorpusSettings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
@@ -341,36 +343,68 @@ def _register(
     on_progress: Callable[[IngestResult], None] | None,
 ) -> tuple[list[IngestResult], list[list[_Job]]]:
     """Store every file durably and register its document's partition; files with the same
-    content form one group (one partition, materialised once per copy, in order)."""
+    content form one group (one partition, materialised once per copy, in order). An archive
+    is read and checked whole first (`archives.read_archive`): refused, nothing of it is
+    stored; accepted, each member in a document format becomes a document named
+    `<archive>/<member path>`, the others are reported and skipped."""
     registry = SourceRegistry(ObjectStore(settings.object_store))
-    results = [IngestResult(path=path, source_file_name=name) for path, name in files]
+    results: list[IngestResult] = []
     by_document: dict[str, list[_Job]] = {}
-    for index, (path, name) in enumerate(files):
-        outcome = results[index]
+    for path, name in files:
         started = time.perf_counter()
-        try:
-            data = path.read_bytes()
-            if len(data) > settings.max_file_bytes:
-                raise InvalidInputError(
-                    "file", f"{len(data)} bytes exceeds the limit of {settings.max_file_bytes}"
-                )
-            record = registry.register(data, name, ns, SourceKind.CLI, organizational_unit)
-        except CorpusError as exc:
-            outcome.error = str(exc)
-        except OSError as exc:
-            outcome.error = f"cannot read file: {exc.strerror}"
-        else:
-            outcome.document_id = record.document_id
-            job = _Job(index, outcome, record)
-            by_document.setdefault(record.document_id, []).append(job)
-            continue
-        outcome.seconds = time.perf_counter() - started
-        if on_progress is not None:
-            on_progress(outcome)
+        for outcome, data in _deliveries(path, name, settings):
+            results.append(outcome)
+            if data is not None:
+                try:
+                    record = registry.register(
+                        data, outcome.source_file_name, ns, SourceKind.CLI, organizational_unit
+                    )
+                except CorpusError as exc:
+                    outcome.error = str(exc)
+                else:
+                    outcome.document_id = record.document_id
+                    job = _Job(len(results) - 1, outcome, record)
+                    by_document.setdefault(record.document_id, []).append(job)
+                    continue
+            outcome.seconds = time.perf_counter() - started
+            if on_progress is not None:
+                on_progress(outcome)
     new = [d for d in by_document if not instance.has_dynamic_partition(DOCUMENTS_PARTITION, d)]
     if new:
         instance.add_dynamic_partitions(DOCUMENTS_PARTITION, new)
     return results, list(by_document.values())
+
+
+def _deliveries(
+    path: Path, name: str, settings: CorpusSettings
+) -> Iterator[tuple[IngestResult, bytes | None]]:
+    """The documents one file delivers, each with its bytes (None: refused, error set)."""
+    try:
+        data = path.read_bytes()
+        if len(data) > settings.max_file_bytes:
+            raise InvalidInputError(
+                "file", f"{len(data)} bytes exceeds the limit of {settings.max_file_bytes}"
+            )
+        members = read_archive(name, data) if archive_kind(name) else None
+    except CorpusError as exc:
+        yield IngestResult(path=path, source_file_name=name, error=str(exc)), None
+        return
+    except OSError as exc:
+        error = f"cannot read file: {exc.strerror}"
+        yield IngestResult(path=path, source_file_name=name, error=error), None
+        return
+    if members is None:
+        yield IngestResult(path=path, source_file_name=name), data
+        return
+    for member in members:
+        outcome = IngestResult(path=path, source_file_name=f"{name}/{member.path}")
+        sniffed = sniff_format(member.data, Path(member.path).suffix)
+        if sniffed.format is FileFormat.UNKNOWN:
+            outcome.status = "skipped"
+            outcome.error = f"not a document format ({sniffed.evidence}); skipped"
+            yield outcome, None
+        else:
+            yield outcome, member.data
 
 
 def publish_namespace_run(settings: CorpusSettings, namespace: str) -> PublishOutcome:

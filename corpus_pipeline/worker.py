@@ -89,6 +89,8 @@ def start_forkserver() -> None:
     from multiprocessing import forkserver
 
     forkserver.ensure_running()
+
+
 _stdlib_preparation_data = spawn.get_preparation_data
 
 

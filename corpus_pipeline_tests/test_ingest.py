@@ -229,3 +229,44 @@ def test_the_same_file_twice_in_one_batch_is_one_partition_run_twice_in_turn(tmp
     first, second = ingest([doc, doc], settings)
     assert first.status == second.status == "ok"
     assert first.document_id == second.document_id
+
+
+def _zip_of(path: Path, entries: dict[str, bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_an_archive_becomes_one_document_per_document_member_under_its_name(tmp_path):
+    archive = _zip_of(
+        tmp_path / "batch.zip",
+        {
+            "reports/word.docx": (DOCS / "word_sample.docx").read_bytes(),
+            "notes.md": b"# Notes\n\nTufted ducks dive for mussels.\n",
+            "tool.bin": bytes(range(256)) * 4,
+        },
+    )
+    results = ingest([archive], load_settings(home=tmp_path / "home", ingest_workers=1))
+    assert [(r.source_file_name, r.status) for r in results] == [
+        ("batch.zip/reports/word.docx", "ok"),
+        ("batch.zip/notes.md", "ok"),
+        ("batch.zip/tool.bin", "skipped"),
+    ]
+    assert results[2].error and "not a document format" in results[2].error
+
+
+def test_a_refused_archive_stores_nothing(tmp_path):
+    archive = _zip_of(
+        tmp_path / "evil.zip", {"ok.md": b"# fine\n", "../../etc/passwd": b"root:x:0:0"}
+    )
+    settings = load_settings(home=tmp_path / "home", ingest_workers=1)
+    [result] = ingest([archive], settings)
+    assert result.status == "failed" and result.document_id is None
+    assert result.error == (
+        "archive: member '../../etc/passwd' escapes the archive's folder; nothing was stored"
+    )
+    stored = [p for p in settings.home.rglob("*") if p.is_file() and "dagster" not in p.parts]
+    assert stored == []
