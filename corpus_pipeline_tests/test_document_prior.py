@@ -7,7 +7,7 @@ from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import load_settings
 from query_service.classic import classic_search, shape_query
-from query_service.documents import Card, DocumentCards, card_for, opening_text
+from query_service.documents import Card, DocumentCards, card_for, name_words, opening_text
 from query_service.revision import open_revision
 
 from .support import build_documents
@@ -35,6 +35,31 @@ def test_a_term_on_more_than_the_name_share_of_cards_does_not_rank():
 def test_ties_are_broken_by_document_id_and_the_limit_holds():
     deck = cards(("b", "geese"), ("a", "geese"), ("c", "swans"))
     assert [d for d, _ in deck.rank(shape_query("path", "geese"), 1)] == ["a"]
+
+
+def test_a_query_names_documents_by_capitalised_words_and_words_with_digits():
+    query = "What did Microsoft's Q1 2023 10-Q report about inventory and the Azure cloud?"
+    assert name_words(query) == "Microsoft's Q1 2023 10-Q Azure"
+    assert name_words("How do tufted ducks feed?") == ""  # topic words name no document
+    assert name_words("NVIDIA reported what?") == ""  # the first word is every sentence's capital
+
+
+def test_a_topic_word_on_few_cards_does_not_name_a_document(tmp_path):
+    settings = load_settings(home=tmp_path)
+    build_documents(
+        settings,
+        {
+            "ducks.md": "# Ducks\n\nTufted ducks dive for mussels.\n",
+            "geese.md": "# Geese\n\nGeese graze on grass; mussels are for ducks.\n",
+            "swans.md": "# Swans\n\nSwans upend in shallow water.\n",
+        },
+    )
+    publish(settings)
+    revision = open_revision(settings.published_dir, "default")
+    request = SearchRequest(
+        query="which birds graze?", top_k=3, weights={"content": 1.0, "document": 1.0}
+    )
+    assert all("document" not in r.channels for r in classic_search(revision, request).results)
 
 
 def test_the_opening_is_the_first_page_or_without_pages_the_first_chunks():

@@ -25,6 +25,7 @@ from corpus_pipeline.contracts.search import (
 )
 from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.index import channels as ch
+from query_service.documents import name_words
 from query_service.fusion import weighted_rrf
 from query_service.instructions import search_text
 from query_service.pages import PageReference, page_references
@@ -401,8 +402,11 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         older = superseded_documents(revision) if asks_for_latest(query_text) else frozenset()
         documents: list[str] = []
         if weights.get("document", 0) > 0:
-            named = revision.cards().rank(
-                shape_query("path", query_text), PRIOR_DOCUMENTS, NAME_SHARE
+            names = name_words(query_text)
+            named = (
+                revision.cards().rank(shape_query("path", names), PRIOR_DOCUMENTS, NAME_SHARE)
+                if names
+                else []
             )
             documents = [document_id for document_id, _ in named]
         while True:

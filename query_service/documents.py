@@ -11,6 +11,7 @@ ranked with Okapi BM25 (pure functions below, tested on their own).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,19 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 CARD_CHARS = 4000  # the opening page of a filing or a paper fits; a long first page is cut
 OPENING_CHUNKS = 3  # documents without page numbers open with their first chunks
+
+
+_WORD = re.compile(r"\w[\w&'.-]*")
+
+
+def name_words(query: str) -> str:
+    """The words by which a query can name a document: capitalised words after its first word
+    ("Microsoft's", "Q1", "Ponemon"), and words with digits ("2023", "10-Q"). A topic word
+    ("inventory", "authority") names no document, even when few cards hold it."""
+    words = _WORD.findall(query)
+    return " ".join(
+        w for i, w in enumerate(words) if (i and w[0].isupper()) or any(c.isdigit() for c in w)
+    )
 
 
 @dataclass(frozen=True)
