@@ -23,7 +23,7 @@ import dagster as dg
 from dagster_shared.error import SerializableErrorInfo
 
 from corpus_pipeline.archives import archive_kind, read_archive
-from corpus_pipeline.contracts import FileFormat, Manifest, SourceKind, SourceRecord
+from corpus_pipeline.contracts import Manifest, SourceKind, SourceRecord
 from corpus_pipeline.defs.checks import CHECK_LABELS, describe_problems
 from corpus_pipeline.defs.documents import STEP, document_pipeline
 from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION
@@ -33,9 +33,9 @@ from corpus_pipeline.defs.resources import (
     ModelSettingsResource,
     ObjectStoreResource,
 )
+from corpus_pipeline.door import Refused, admit
 from corpus_pipeline.errors import CorpusError, InvalidInputError, unexpected_error_message
 from corpus_pipeline.pipeline import document_dir
-from corpus_pipeline.profiling.sniff import sniff_format
 from corpus_pipeline.secrets import document_password
 from corpus_pipeline.settings import CorpusSettings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
@@ -303,7 +303,9 @@ def ingest(
             for _ in range(workers):
                 pool.submit(_ready)
         instance = dagster_instance(settings)
-        results, groups = _register(files, instance, settings, ns, organizational_unit, on_progress)
+        results, groups = _register(
+            files, instance, settings, ns, organizational_unit, on_progress, password
+        )
         if pool is None:
             runner = _Runner(settings, instance, resources_for(settings))
             for group in groups:
@@ -341,6 +343,7 @@ def _register(
     ns: str,
     organizational_unit: str | None,
     on_progress: Callable[[IngestResult], None] | None,
+    password: str | None,
 ) -> tuple[list[IngestResult], list[list[_Job]]]:
     """Store every file durably and register its document's partition; files with the same
     content form one group (one partition, materialised once per copy, in order). An archive
@@ -352,7 +355,7 @@ def _register(
     by_document: dict[str, list[_Job]] = {}
     for path, name in files:
         started = time.perf_counter()
-        for outcome, data in _deliveries(path, name, settings):
+        for outcome, data in _deliveries(path, name, settings, password):
             results.append(outcome)
             if data is not None:
                 try:
@@ -376,16 +379,17 @@ def _register(
 
 
 def _deliveries(
-    path: Path, name: str, settings: CorpusSettings
+    path: Path, name: str, settings: CorpusSettings, password: str | None
 ) -> Iterator[tuple[IngestResult, bytes | None]]:
-    """The documents one file delivers, each with its bytes (None: refused, error set)."""
+    """The documents one file delivers, each with its bytes once admitted at the door
+    (`door.admit`; None: refused or skipped, the reason in `error`)."""
     try:
         data = path.read_bytes()
-        if len(data) > settings.max_file_bytes:
-            raise InvalidInputError(
-                "file", f"{len(data)} bytes exceeds the limit of {settings.max_file_bytes}"
-            )
-        members = read_archive(name, data) if archive_kind(name) else None
+        if archive_kind(name):
+            members = read_archive(name, data)
+        else:
+            admit(name, data, max_bytes=settings.max_file_bytes, has_password=bool(password))
+            members = None
     except CorpusError as exc:
         yield IngestResult(path=path, source_file_name=name, error=str(exc)), None
         return
@@ -398,10 +402,17 @@ def _deliveries(
         return
     for member in members:
         outcome = IngestResult(path=path, source_file_name=f"{name}/{member.path}")
-        sniffed = sniff_format(member.data, Path(member.path).suffix)
-        if sniffed.format is FileFormat.UNKNOWN:
-            outcome.status = "skipped"
-            outcome.error = f"not a document format ({sniffed.evidence}); skipped"
+        try:
+            admit(
+                member.path,
+                member.data,
+                max_bytes=settings.max_file_bytes,
+                has_password=bool(password),
+            )
+        except Refused as exc:
+            outcome.error = str(exc)
+            if exc.status == 415:  # not a document (or not what its name says): left out
+                outcome.status = "skipped"
             yield outcome, None
         else:
             yield outcome, member.data

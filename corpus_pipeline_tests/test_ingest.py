@@ -120,13 +120,13 @@ def test_ingesting_the_same_file_again_gives_byte_identical_chunks(batch, tmp_pa
     assert (_dir(settings, again) / "doc_nav.json").read_bytes() == nav
 
 
-def test_a_corrupt_docx_is_refused_and_leaves_no_artifact_directory(settings, tmp_path):
+def test_a_truncated_docx_is_refused_at_the_door_and_nothing_is_stored(settings, tmp_path):
     broken = tmp_path / "broken.docx"
     broken.write_bytes((DOCS / "word_sample.docx").read_bytes()[:700])
     (result,) = ingest([broken], settings)
-    assert result.status == "failed"
-    assert result.error and "corrupt docx" in result.error
-    assert result.document_id and not (settings.artifacts_dir / result.document_id).exists()
+    assert result.status == "failed" and result.document_id is None
+    assert result.error == "corrupt docx document: truncated or damaged (BadZipFile)"
+    assert not list(settings.artifacts_dir.glob("*broken*"))
     assert not list(settings.artifacts_dir.glob(".staging-*"))
 
 
@@ -144,9 +144,20 @@ def test_a_failed_reingest_keeps_the_previous_artifacts(settings, tmp_path):
     doc.write_bytes((DOCS / "word_sample.docx").read_bytes())
     (good,) = ingest([doc], settings)
     before = (settings.artifacts_dir / (good.document_id or "") / "chunks.json").read_bytes()
-    doc.write_bytes(b"PK\x03\x04 definitely not a zip")
+    import zipfile
+
+    with zipfile.ZipFile(doc, "w") as archive:  # opens at the door, fails in the parser
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", "<w:document> not xml")
     (bad,) = ingest([doc], settings)
     assert bad.status == "failed" and bad.document_id == good.document_id
+    assert bad.error == "corrupt docx document: malformed package part (AttributeError)"
+    assert (
+        settings.artifacts_dir / (good.document_id or "") / "chunks.json"
+    ).read_bytes() == before
+    doc.write_bytes(b"PK\x03\x04 definitely not a zip")  # refused at the door: never stored
+    (refused,) = ingest([doc], settings)
+    assert refused.status == "failed" and refused.document_id is None
     assert (
         settings.artifacts_dir / (good.document_id or "") / "chunks.json"
     ).read_bytes() == before
@@ -255,7 +266,7 @@ def test_an_archive_becomes_one_document_per_document_member_under_its_name(tmp_
         ("batch.zip/notes.md", "ok"),
         ("batch.zip/tool.bin", "skipped"),
     ]
-    assert results[2].error and "not a document format" in results[2].error
+    assert results[2].error and "unsupported format 'unknown'" in results[2].error
 
 
 def test_a_refused_archive_stores_nothing(tmp_path):

@@ -918,6 +918,12 @@ def _load(source: Path | io.BytesIO) -> Any:
         ) from exc
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
         raise CorruptDocumentError("docx", f"unreadable archive ({type(exc).__name__})") from exc
+    except (AttributeError, TypeError) as exc:
+        # python-docx reads package XML of the wrong shape (a [Content_Types].xml without its
+        # namespace, say) into elements without the expected children, and fails on them
+        raise CorruptDocumentError(
+            "docx", f"malformed package part ({type(exc).__name__})"
+        ) from exc
 
 
 def _without_dangling_rels(path: Path) -> tuple[bytes, list[str]]:
