@@ -26,6 +26,14 @@ def _text(page: Any, x: float, row_top: float, text: str, size: float = 10) -> N
     page.insert_text((x, row_top + 13), text, fontsize=size)
 
 
+def _rows(page: Any, top: float, rows: Sequence[Sequence[str]], step: float = ROW_H) -> None:
+    """Each row's texts at the column starts, one row every `step` points."""
+    for i, row in enumerate(rows):
+        for j, text in enumerate(row):
+            if text:
+                _text(page, COLS[j] + 4, top + i * step, text)
+
+
 def _shaded_table(page: Any, top: float, rows: Sequence[Sequence[str]]) -> None:
     """Every other row on a grey band, no ruling line anywhere (browser-printed filings)."""
     for i, row in enumerate(rows):
@@ -69,9 +77,7 @@ def test_a_table_drawn_only_as_shaded_rows_is_found_with_its_rows() -> None:
 def test_a_word_across_a_column_border_is_placed_once_in_the_cell_holding_its_centre() -> None:
     _, page = _page()
     _ruled(page, 100, 3)
-    for i, row in enumerate([["Item", "Change", "Total"], ["Apple", "(2)%", "10"]]):
-        for j, text in enumerate(row):
-            _text(page, COLS[j] + 4, 100 + i * ROW_H, text)
+    _rows(page, 100, [["Item", "Change", "Total"], ["Apple", "(2)%", "10"]])
     # "(12)%" starts in the second column and runs over the border into the third
     border = COLS[2]
     _text(page, border - 20, 100 + 2 * ROW_H, "(12)%")
@@ -100,10 +106,7 @@ def test_a_column_header_line_right_above_the_rulings_is_the_header_not_row_zero
     _text(page, COLS[1] + 4, 100 - ROW_H, "2023")
     _text(page, COLS[2] + 4, 100 - ROW_H, "2022")
     _ruled(page, 100, 3)
-    for i, row in enumerate([["Net sales by category:", "", ""], ["iPhone", "39,669", "40,665"]]):
-        for j, text in enumerate(row):
-            if text:
-                _text(page, COLS[j] + 4, 100 + i * ROW_H, text)
+    _rows(page, 100, [["Net sales by category:", "", ""], ["iPhone", "39,669", "40,665"]])
     [found] = _found(page)
     assert not found.header_inside
     [table] = find_tables(page, 1)
@@ -116,9 +119,7 @@ def test_a_title_far_above_leaves_row_zero_as_the_header() -> None:
     _, page = _page()
     _text(page, COLS[0], 40, "Quarterly results", size=14)
     _ruled(page, 120, 3)
-    for i, row in enumerate([["Item", "2023", "2022"], ["iPhone", "39,669", "40,665"]]):
-        for j, text in enumerate(row):
-            _text(page, COLS[j] + 4, 120 + i * ROW_H, text)
+    _rows(page, 120, [["Item", "2023", "2022"], ["iPhone", "39,669", "40,665"]])
     [found] = _found(page)
     assert found.header_inside
 
@@ -131,9 +132,7 @@ def test_an_unruled_table_with_a_blank_line_between_rows_is_still_a_table() -> N
         ["Europe", "30,000", "3%"],
     ]
     rows += [["Japan", "9,000", "1%"], ["Rest", "11,000", "7%"]]
-    for i, row in enumerate(rows):
-        for j, text in enumerate(row):
-            _text(page, COLS[j] + 4, 100 + i * 2 * ROW_H, text)
+    _rows(page, 100, rows, step=2 * ROW_H)
     [table] = find_tables(page, 1)
     assert [r for r in _cells(table) if any(r)] == rows
 
@@ -153,9 +152,7 @@ def test_cell_text_joins_side_by_side_pieces_and_keeps_each_lines_word_order() -
 def test_the_table_test_and_the_finder_read_the_page_once() -> None:
     _, page = _page()
     _ruled(page, 100, 3)
-    for i, row in enumerate([["Item", "2023", "2022"], ["iPhone", "39,669", "40,665"]]):
-        for j, text in enumerate(row):
-            _text(page, COLS[j] + 4, 100 + i * ROW_H, text)
+    _rows(page, 100, [["Item", "2023", "2022"], ["iPhone", "39,669", "40,665"]])
     calls = {"get_textpage": 0, "get_cdrawings": 0}
     for name in calls:  # count on the page itself, where PyMuPDF's own get_text calls them
         original = getattr(page, name)

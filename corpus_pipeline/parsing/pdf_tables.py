@@ -573,22 +573,14 @@ def _rect(r: Any) -> Rect:
 
 def _detection(sink: DiagnosticSink, page_number: int) -> AbstractContextManager[Part]:
     """Isolation of the finder on one page: no tables from it, the page's words stay text."""
-    return sink.part(
-        "table",
-        f"tables on page {page_number} could not be detected; their text is kept as text",
-        page=page_number,
-        code="table.failed",
-    )
+    message = f"tables on page {page_number} could not be detected; their text is kept as text"
+    return sink.part("table", message, page=page_number, code="table.failed")
 
 
 def _one_table(sink: DiagnosticSink, page_number: int) -> AbstractContextManager[Part]:
     """Isolation of one table: dropped from the tables, so its words stay in the page text."""
-    return sink.part(
-        "table",
-        f"table on page {page_number} could not be extracted; its text is kept as text",
-        page=page_number,
-        code="table.failed",
-    )
+    message = f"table on page {page_number} could not be extracted; its text is kept as text"
+    return sink.part("table", message, page=page_number, code="table.failed")
 
 
 def _plausible(tab: FoundTable, spaced: bool = False) -> bool:
