@@ -35,6 +35,7 @@ from corpus_pipeline.defs.resources import (
     registry_for,
     resolve_settings,
 )
+from corpus_pipeline.defs.versions import code_version
 from corpus_pipeline.errors import CorpusError, StageFailedError, describe_unexpected
 from corpus_pipeline.settings import CorpusSettings
 
@@ -54,6 +55,7 @@ def _spec(key: str, kinds: set[str], description: str, deps: list[str]) -> dg.As
         kinds=kinds,
         description=description,
         partitions_def=documents_partitions,
+        code_version=code_version(key),
     )
 
 
@@ -319,7 +321,12 @@ def run_document(
     Dagster to measure what the orchestration costs)."""
     with user_errors("source"):
         source, metadata = _source(settings, document_id)
-    yield dg.MaterializeResult(asset_key="source_document", metadata=metadata)
+    # The delivered bytes are the source's data version: the same content again is not a change.
+    yield dg.MaterializeResult(
+        asset_key="source_document",
+        metadata=metadata,
+        data_version=dg.DataVersion(source.record.sha256),
+    )
     with user_errors("profile"):
         profile, metadata = _profile(source, settings)
     yield dg.MaterializeResult(asset_key="document_profile", metadata=metadata)
