@@ -26,6 +26,7 @@ from corpus_pipeline.archives import archive_kind, read_archive
 from corpus_pipeline.contracts import Manifest, SourceKind, SourceRecord
 from corpus_pipeline.defs.checks import CHECK_LABELS, describe_problems
 from corpus_pipeline.defs.documents import STEP, document_pipeline
+from corpus_pipeline.defs.jobs import STAGE_TAG
 from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION
 from corpus_pipeline.defs.publish import corpus_revision
 from corpus_pipeline.defs.resources import (
@@ -223,7 +224,11 @@ class _Runner:
                     instance=self.instance,
                     resources=self.resources,
                     raise_on_error=False,
-                    tags={"corpus/namespace": namespace, "corpus/trigger": "cli"},
+                    tags={
+                        "corpus/namespace": namespace,
+                        "corpus/trigger": "cli",
+                        STAGE_TAG: "document",
+                    },
                     run_config=_QUIET,
                 )
             checks = _failed_checks(run) if run.success else []
@@ -426,7 +431,7 @@ def publish_namespace_run(settings: CorpusSettings, namespace: str) -> PublishOu
         instance=instance,
         resources=resources_for(settings),
         raise_on_error=False,
-        tags={"corpus/namespace": namespace, "corpus/trigger": "cli"},
+        tags={"corpus/namespace": namespace, "corpus/trigger": "cli", STAGE_TAG: "publish"},
         run_config={**_QUIET, "ops": {"corpus_revision": {"config": {"namespaces": [namespace]}}}},
     )
     if not run.success:

@@ -1,0 +1,27 @@
+"""Jobs an operator launches from the Dagster UI, tagged for the run queue.
+
+`reprocess_documents` re-parses and re-commits the selected document partitions (a backfill
+over stale partitions after a parser change); `publish_revision` publishes them. Their
+`corpus/stage` tags meet the run queue's limits in dagster.yaml: document runs may take at most
+`DOCUMENT_RUN_LIMIT` of the queue's slots, so a large backfill never starves publishing.
+"""
+
+import dagster as dg
+
+from corpus_pipeline.defs.documents import GROUP
+
+STAGE_TAG = "corpus/stage"
+
+reprocess_documents = dg.define_asset_job(
+    "reprocess_documents",
+    selection=dg.AssetSelection.groups(GROUP),
+    tags={STAGE_TAG: "document"},
+    description="Re-parse and re-commit the selected document partitions (e.g. the stale ones).",
+)
+
+publish_revision = dg.define_asset_job(
+    "publish_revision",
+    selection=dg.AssetSelection.assets("corpus_revision"),
+    tags={STAGE_TAG: "publish"},
+    description="Publish one consistent revision of the namespaces' documents.",
+)
