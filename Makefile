@@ -45,7 +45,8 @@ run: setup
 	echo "OpenAPI docs: http://127.0.0.1:8000/docs   (Ctrl-C stops the service)"
 	$(BIN)/corpus serve --host 127.0.0.1 --port 8000
 
-## dev: the Dagster UI on 127.0.0.1:3000 over the same definitions and instance
+## dev: the Dagster UI on 127.0.0.1:3000 and its daemon (sensors: data/inbox/, publish) over the
+## same definitions and instance
 dev: setup
 	@mkdir -p $(DAGSTER_HOME) && cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml || true
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000

@@ -6,6 +6,7 @@ No Dagster import here: the CLI's `debug` path and the query service read the sa
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -59,6 +60,10 @@ class CorpusSettings(BaseSettings):
     # Documents of one `corpus ingest` batch materialised side by side, each in its own process
     # (its parse in a worker of its own under the limits above); publishing stays one at a time.
     ingest_workers: int = Field(default=2, ge=1, le=32)
+    # The folder the inbox sensor watches (relative paths are the documents' addresses) and
+    # how it syncs: new_only, update_only or full (full also removes vanished files).
+    inbox_dir: Path = Field(default=Path("data/inbox"))
+    inbox_mode: Literal["new_only", "update_only", "full"] = "full"
     # Scanned pages of one PDF recognised side by side (single-threaded Tesseract processes).
     ocr_workers: int = Field(default=2, ge=1, le=32)
 
