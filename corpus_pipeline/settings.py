@@ -64,6 +64,10 @@ class CorpusSettings(BaseSettings):
     # how it syncs: new_only, update_only or full (full also removes vanished files).
     inbox_dir: Path = Field(default=Path("data/inbox"))
     inbox_mode: Literal["new_only", "update_only", "full"] = "full"
+    # A bucket the S3 sensor syncs the same way ("s3://bucket/prefix"; empty = off); a
+    # document's identity is its s3:// address, its change signal the object's ETag.
+    s3_sync_url: str = Field(default="", pattern=r"^(s3://[^/\s]+(/\S*)?)?$")
+    s3_sync_mode: Literal["new_only", "update_only", "full"] = "full"
     # Scanned pages of one PDF recognised side by side (single-threaded Tesseract processes).
     ocr_workers: int = Field(default=2, ge=1, le=32)
 

@@ -98,3 +98,33 @@ def scan_folder(
                 continue
             entries[address] = FolderEntry(path, stat.st_mtime_ns, stat.st_size, sha)
     return entries, complete
+
+
+def scan_bucket(url: str) -> tuple[dict[str, str], bool]:
+    """Objects under an `s3://bucket/prefix` URL as address → ETag (the change signal, read from
+    the listing before any download), and whether the listing was complete."""
+    import fsspec
+
+    fs = fsspec.filesystem("s3")
+    fs.invalidate_cache()
+    root = url.removeprefix("s3://").rstrip("/")
+    try:
+        found = fs.find(root, detail=True)
+    except (OSError, ValueError):  # the bucket cannot be listed: nothing may be removed
+        return {}, False
+    out: dict[str, str] = {}
+    for key, info in sorted(found.items()):
+        name = key.rsplit("/", 1)[-1]
+        if info.get("type") == "directory" or name.startswith(".") or name.endswith(".part"):
+            continue
+        etag = str(info.get("ETag") or info.get("etag") or info.get("size"))
+        out[f"s3://{key}"] = etag.strip('"')
+    return out, True
+
+
+def read_object(address: str) -> bytes:
+    import fsspec
+
+    with fsspec.open(address, "rb") as handle:
+        data: bytes = handle.read()
+    return data

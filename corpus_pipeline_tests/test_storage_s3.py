@@ -5,6 +5,7 @@ variable, which botocore reads when a client is created (settings carry only `s3
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,3 +197,53 @@ def test_an_unreachable_store_fails_ingest_cleanly_without_the_endpoint(
     assert result.status == "failed"
     assert result.error and result.error.startswith("object store")
     assert "127.0.0.1" not in result.error and ":9" not in result.error
+
+
+def _s3_tick(home: Path, cursor: str | None = None) -> Any:
+    import dagster as dg
+
+    from corpus_pipeline.defs.resources import (
+        CorpusRootResource,
+        ModelSettingsResource,
+        ObjectStoreResource,
+    )
+    from corpus_pipeline.defs.sensors import s3_sensor
+    from corpus_pipeline.ingest import dagster_instance
+
+    context = dg.build_sensor_context(
+        instance=dagster_instance(load_settings(home=home)),
+        cursor=cursor,
+        resources={
+            "corpus": CorpusRootResource(home=str(home)),
+            "object_store": ObjectStoreResource(),
+            "models": ModelSettingsResource(),
+        },
+    )
+    return s3_sensor(context)
+
+
+def test_the_s3_sensor_syncs_a_bucket_prefix_by_etag_and_address(
+    s3: Any, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s3.put_object(Bucket=bucket, Key="drop/q1/notes.md", Body=b"# Q1\n\nTufted ducks dive.\n")
+    s3.put_object(Bucket=bucket, Key="drop/tool.bin", Body=bytes(range(256)) * 4)
+    s3.put_object(Bucket=bucket, Key="elsewhere/other.md", Body=b"# Other\n\ntext\n")
+    monkeypatch.setenv("CORPUS_S3_SYNC_URL", f"s3://{bucket}/drop")
+    home = tmp_path / "home"
+    first = _s3_tick(home)
+    [run] = first.run_requests
+    assert run.partition_key.startswith("s3-"), "identity is the s3:// address"
+    cursor = json.loads(first.cursor)["objects"]
+    assert sorted(cursor) == [f"s3://{bucket}/drop/q1/notes.md", f"s3://{bucket}/drop/tool.bin"]
+    quiet = _s3_tick(home, first.cursor)
+    assert quiet.skip_reason.skip_message == (
+        "s3: ingested 0, updated 0, skipped 2, failed 0, removed 0"
+    )
+    s3.put_object(Bucket=bucket, Key="drop/q1/notes.md", Body=b"# Q1\n\nGoldeneyes too.\n")
+    changed = _s3_tick(home, quiet.cursor)
+    [update] = changed.run_requests
+    assert update.partition_key == run.partition_key and update.run_key != run.run_key
+    s3.delete_object(Bucket=bucket, Key="drop/q1/notes.md")
+    gone = _s3_tick(home, changed.cursor)
+    [publish] = gone.run_requests
+    assert publish.job_name == "publish_revision"

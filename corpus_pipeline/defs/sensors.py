@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
@@ -28,10 +30,19 @@ from corpus_pipeline.defs.resources import (
     registry_for,
     resolve_settings,
 )
-from corpus_pipeline.door import Refused, admit
+from corpus_pipeline.door import admit
 from corpus_pipeline.errors import CorpusError
 from corpus_pipeline.ids import document_id_for
-from corpus_pipeline.sync import FolderEntry, SyncMode, plan_sync, scan_folder
+from corpus_pipeline.settings import CorpusSettings
+from corpus_pipeline.sync import (
+    FolderEntry,
+    SyncMode,
+    SyncPlan,
+    plan_sync,
+    read_object,
+    scan_bucket,
+    scan_folder,
+)
 
 _ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -69,31 +80,114 @@ def inbox_sensor(
         SyncMode(settings.inbox_mode),
         complete,
     )
+    tick = _apply(
+        context,
+        settings,
+        plan,
+        lambda a: entries[a].path.read_bytes(),
+        SourceKind.FOLDER,
+        "inbox",
+        complete,
+    )
+    kept = {a: e for a, e in entries.items() if a not in plan.ignored}
+    if not complete:  # what could not be listed stays known
+        kept = {**{a: e for a, e in previous.items() if a not in entries}, **kept}
+    cursor = {"files": {a: [e.mtime_ns, e.size, e.sha256] for a, e in sorted(kept.items())}}
+    return tick.result(json.dumps(cursor))
+
+
+@dg.sensor(
+    jobs=[reprocess_documents, publish_revision],
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Syncs CORPUS_S3_SYNC_URL (s3://bucket/prefix) like the inbox: the ETag decides "
+    "what changed before anything is downloaded.",
+)
+def s3_sensor(
+    context: dg.SensorEvaluationContext,
+    corpus: CorpusRootResource,
+    object_store: ObjectStoreResource,
+    models: ModelSettingsResource,
+) -> dg.SensorResult:
+    settings = resolve_settings(corpus, object_store, models)
+    if not settings.s3_sync_url:
+        return dg.SensorResult(skip_reason="no bucket to sync (CORPUS_S3_SYNC_URL is empty)")
+    previous: dict[str, str] = (
+        json.loads(context.cursor).get("objects", {}) if context.cursor else {}
+    )
+    listing, complete = scan_bucket(settings.s3_sync_url)
+    plan = plan_sync(listing, previous, SyncMode(settings.s3_sync_mode), complete)
+    tick = _apply(context, settings, plan, read_object, SourceKind.S3, "s3", complete)
+    kept = {a: e for a, e in listing.items() if a not in plan.ignored}
+    if not complete:
+        kept = previous
+    return tick.result(json.dumps({"objects": dict(sorted(kept.items()))}))
+
+
+@dataclass
+class _Tick:
+    """What one sync tick did, and the SensorResult that reports it."""
+
+    label: str
+    plan: SyncPlan
+    complete: bool
+    requests: list[dg.RunRequest] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    failed: int = 0
+    removed: int = 0
+
+    def counts(self) -> str:
+        plan, complete = self.plan, self.complete
+        return (
+            f"{self.label}: ingested {len(plan.new)}, updated {len(plan.updated)}, "
+            f"skipped {len(plan.unchanged) + len(plan.ignored)}, failed {self.failed}, "
+            f"removed {self.removed}"
+            + ("" if complete else " (listing incomplete: nothing removed)")
+        )
+
+    def result(self, cursor: str) -> dg.SensorResult:
+        counts = self.counts()
+        adds = [documents_partitions.build_add_request(self.added)] if self.added else []
+        return dg.SensorResult(
+            run_requests=self.requests,
+            dynamic_partitions_requests=adds,
+            cursor=cursor,
+            skip_reason=None if self.requests else counts,
+        )
+
+
+def _apply(
+    context: dg.SensorEvaluationContext,
+    settings: CorpusSettings,
+    plan: SyncPlan,
+    fetch: Callable[[str], bytes],
+    kind: SourceKind,
+    label: str,
+    complete: bool,
+) -> _Tick:
+    """Admit and store new and changed addresses (one run request per document), forget the
+    removed ones (and request a publish without them)."""
     registry = registry_for(settings)
     ns = settings.namespace
-    requests: list[dg.RunRequest] = []
-    added: list[str] = []
-    failed = 0
+    tick = _Tick(label, plan, complete)
     for address in plan.new + plan.updated:
-        entry = entries[address]
         try:
-            data = entry.path.read_bytes()
+            data = fetch(address)
             admit(address, data, max_bytes=settings.max_file_bytes)
-            record = registry.register(data, address, ns, SourceKind.FOLDER)
-        except (Refused, CorpusError, OSError) as exc:
-            failed += 1
-            context.log.warning(f"inbox: {address} not ingested: {exc}")
+            record = registry.register(data, address, ns, kind)
+        except (CorpusError, OSError) as exc:
+            tick.failed += 1
+            context.log.warning(f"{label}: {address} not ingested: {exc}")
             continue
-        added.append(record.document_id)
-        requests.append(
+        tick.added.append(record.document_id)
+        tick.requests.append(
             dg.RunRequest(
                 run_key=f"{record.document_id}:{record.sha256}",
                 job_name=reprocess_documents.name,
                 partition_key=record.document_id,
-                tags={"corpus/namespace": ns, "corpus/trigger": "inbox", STAGE_TAG: "document"},
+                tags={"corpus/namespace": ns, "corpus/trigger": label, STAGE_TAG: "document"},
             )
         )
-    removed = 0
     for address in plan.removed:
         document_id = document_id_for(ns, address)
         try:
@@ -101,30 +195,12 @@ def inbox_sensor(
         except CorpusError:
             continue  # never registered (it was refused at the door)
         shutil.rmtree(settings.artifacts_dir / document_id, ignore_errors=True)
-        removed += 1
-    if removed:
-        key = f"inbox-removal:{','.join(sorted(plan.removed))}"
-        requests.append(_publish_request([ns], key))
-    counts = (
-        f"inbox: ingested {len(plan.new)}, updated {len(plan.updated)}, "
-        f"skipped {len(plan.unchanged) + len(plan.ignored)}, failed {failed}, removed {removed}"
-        + ("" if complete else " (listing incomplete: nothing removed)")
-    )
-    context.log.info(counts)
-    kept = {a: e for a, e in entries.items() if a not in plan.ignored}
-    if not complete:  # what could not be listed stays known
-        kept = {**{a: e for a, e in previous.items() if a not in entries}, **kept}
-    cursor = json.dumps(
-        {"files": {a: [e.mtime_ns, e.size, e.sha256] for a, e in sorted(kept.items())}}
-    )
-    return dg.SensorResult(
-        run_requests=requests,
-        dynamic_partitions_requests=[documents_partitions.build_add_request(added)]
-        if added
-        else [],
-        cursor=cursor,
-        skip_reason=None if requests else counts,
-    )
+        tick.removed += 1
+    if tick.removed:
+        key = f"{label}-removal:{','.join(sorted(plan.removed))}"
+        tick.requests.append(_publish_request([ns], key))
+    context.log.info(tick.counts())
+    return tick
 
 
 def _publish_request(namespaces: list[str], run_key: str) -> dg.RunRequest:
