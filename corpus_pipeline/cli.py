@@ -485,6 +485,26 @@ def runs_command(namespace: str | None, limit: int) -> None:
     console.print(out)
 
 
+@main.command("ingest-api")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8001, show_default=True, type=int)
+def ingest_api_command(host: str, port: int) -> None:
+    """Serve the upload API (POST /v1/documents, GET /v1/jobs/{id}); jobs run in the background."""
+    import uvicorn
+
+    from corpus_pipeline.ingest_api import create_ingest_app
+    from query_service.auth import KeyRing
+    from query_service.server import is_loopback
+
+    settings = _settings()
+    keys = settings.home / "service" / "api_keys.json"
+    if not KeyRing.load(keys).enabled and not is_loopback(host):
+        raise click.UsageError(
+            f"no API keys configured ({keys}): refusing to listen on {host}; bind to 127.0.0.1"
+        )
+    uvicorn.run(create_ingest_app(settings), host=host, port=port, log_level="info")
+
+
 def _register_service_commands() -> None:
     from query_service.commands import COMMANDS
 

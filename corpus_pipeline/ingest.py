@@ -270,6 +270,28 @@ def _start_worker(settings: CorpusSettings) -> None:
     _WORKER = _Runner.of(settings)
 
 
+def run_registered(document_id: str, namespace: str) -> list[tuple[int, IngestResult]]:
+    """A pool worker's task for the upload API: one stored and registered document, its
+    partition added if new, materialised like a batch file."""
+    assert _WORKER is not None, "worker not initialised"
+    runner = _WORKER
+    record = SourceRegistry(ObjectStore(runner.settings.object_store)).get(document_id)
+    if not runner.instance.has_dynamic_partition(DOCUMENTS_PARTITION, document_id):
+        runner.instance.add_dynamic_partitions(DOCUMENTS_PARTITION, [document_id])
+    outcome = IngestResult(
+        path=Path(record.source_file_name),
+        source_file_name=record.source_file_name,
+        document_id=document_id,
+    )
+    return [(0, runner.run(_Job(0, outcome, record), namespace, None))]
+
+
+def publish_registered(namespace: str) -> PublishOutcome:
+    """A pool worker's task: publish one namespace (the upload API, after each document)."""
+    assert _WORKER is not None, "worker not initialised"
+    return publish_namespace_run(_WORKER.settings, namespace)
+
+
 def _run_in_worker(
     jobs: list[_Job], namespace: str, password: str | None
 ) -> list[tuple[int, IngestResult]]:

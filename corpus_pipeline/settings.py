@@ -46,6 +46,9 @@ class CorpusSettings(BaseSettings):
     summary_max_sentences: int = Field(default=2, ge=1, le=10)
     keywords_per_chunk: int = Field(default=8, ge=0, le=50)
     max_file_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
+    # The upload API: one file, and one request, at most this many MiB (read in chunks).
+    max_upload_mb: int = Field(default=50, ge=1)
+    max_request_mb: int = Field(default=200, ge=1)
     # Parse budget: a document is cut (with a diagnostic) after this many pages / characters.
     parse_max_pages: int = Field(default=5000, ge=1)
     parse_max_chars: int = Field(default=20_000_000, ge=1)

@@ -1,7 +1,9 @@
 """API keys → principals and the namespaces each may read.
 
 Keys live in a JSON file (`{"keys": [{"key_sha256": "...", "principal": "...",
-"namespaces": ["default"]}]}`; `"key"` in clear is accepted too, `"*"` means every namespace).
+"namespaces": ["default"], "write_namespaces": ["default"]}]}`; `"key"` in clear is accepted
+too, `"*"` means every namespace). `write_namespaces` (default none: read-only) is what the
+pipeline's upload API lets the key change.
 Only hashes are compared and kept in memory. With no key configured the service serves a
 single local principal and must bind to loopback only.
 """
@@ -22,9 +24,13 @@ ANONYMOUS = "local"
 class Principal:
     name: str
     namespaces: frozenset[str]
+    writes: frozenset[str] = frozenset()
 
     def may_read(self, namespace: str) -> bool:
         return "*" in self.namespaces or namespace in self.namespaces
+
+    def may_write(self, namespace: str) -> bool:
+        return self.may_read(namespace) and ("*" in self.writes or namespace in self.writes)
 
 
 class KeyRing:
@@ -43,12 +49,16 @@ class KeyRing:
         entries: dict[str, Principal] = {}
         for item in data.get("keys", []):
             digest = item.get("key_sha256") or hash_key(item["key"])
-            entries[digest] = Principal(item["principal"], frozenset(item.get("namespaces", [])))
+            entries[digest] = Principal(
+                item["principal"],
+                frozenset(item.get("namespaces", [])),
+                frozenset(item.get("write_namespaces", [])),
+            )
         return cls(entries)
 
     def principal_for(self, api_key: str | None) -> Principal | None:
         if not self.enabled:
-            return Principal(ANONYMOUS, frozenset({"*"}))
+            return Principal(ANONYMOUS, frozenset({"*"}), frozenset({"*"}))
         if not api_key:
             return None
         digest = hash_key(api_key)

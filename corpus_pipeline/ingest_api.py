@@ -1,0 +1,230 @@
+"""The upload API (`corpus ingest-api`): documents in over HTTP, processed asynchronously.
+
+`POST /v1/documents` reads every file of the request (each up to `CORPUS_MAX_UPLOAD_MB`, the
+request up to `CORPUS_MAX_REQUEST_MB`), admits each at the door (`door.admit`; an archive is
+read and checked whole, `archives.read_archive`) and only when all pass stores them, records
+one queued job per document and answers 202 — it never waits for parsing. A refused request
+writes nothing: 400/413/415 with a message that names the file and the reason. One worker
+thread takes queued jobs in order and runs each document through the Dagster assets in a
+separate process (`ingest`'s worker), then publishes its namespace; `GET /v1/jobs/{id}` reports
+`queued | processing | done | error`, timings, the published revision, or the error in words.
+Writing needs a key with write access to the namespace (`write_namespaces` in the key file the
+query service reads); a key that cannot read the namespace is told it does not exist.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, File, Form, Header, HTTPException, Request, UploadFile
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from corpus_pipeline.archives import archive_kind, read_archive
+from corpus_pipeline.contracts import SourceKind
+from corpus_pipeline.door import Refused, admit, safe_name
+from corpus_pipeline.errors import CorpusError
+from corpus_pipeline.jobs import Job, JobStore
+from corpus_pipeline.settings import CorpusSettings
+from corpus_pipeline.storage import ObjectStore, SourceRegistry
+from query_service.auth import KeyRing, Principal
+
+MIB = 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+class QueuedFile(BaseModel):
+    source_file_name: str
+    job_id: str | None = None
+    document_id: str | None = None
+    status: str = Field(description="queued, or skipped (an archive member that is no document)")
+    detail: str | None = None
+
+
+class UploadResponse(BaseModel):
+    namespace: str
+    files: list[QueuedFile]
+
+
+class IngestionStatus(BaseModel):
+    namespace: str
+    state: str = Field(description="indexing while anything is queued or processing, else complete")
+    counts: dict[str, int]
+
+
+def _principal(
+    request: Request,
+    authorization: Annotated[str | None, Header()] = None,
+    x_api_key: Annotated[str | None, Header()] = None,
+) -> Principal:
+    """The key's principal (the key file is read per request: keys change without a restart)."""
+    key = x_api_key
+    if authorization and authorization.lower().startswith("bearer "):
+        key = authorization[7:].strip()
+    found = KeyRing.load(request.app.state.keys_file).principal_for(key)
+    if found is None:
+        raise HTTPException(401, "missing or unknown API key")
+    return found
+
+
+PrincipalDep = Annotated[Principal, Depends(_principal)]
+
+
+def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastAPI:
+    """The app; `worker=False` leaves jobs queued (for tests of the door alone)."""
+    jobs = JobStore(settings.home / "service" / "jobs.db")
+    keys_file = settings.home / "service" / "api_keys.json"
+    registry = SourceRegistry(ObjectStore(settings.object_store))
+    stop = threading.Event()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        thread = None
+        if worker:
+            thread = threading.Thread(
+                target=_work, args=(settings, jobs, stop), name="corpus-ingest", daemon=True
+            )
+            thread.start()
+        yield
+        stop.set()
+        if thread is not None:
+            thread.join(timeout=60)
+
+    app = FastAPI(title="corpus ingest API", lifespan=lifespan)
+    app.state.keys_file = keys_file
+
+    def writable(who: Principal, namespace: str) -> None:
+        if not who.may_read(namespace):
+            raise HTTPException(404, f"namespace '{namespace}' does not exist")
+        if not who.may_write(namespace):
+            raise HTTPException(403, f"this key may not write to namespace '{namespace}'")
+
+    @app.exception_handler(Refused)
+    async def _refused(_: Request, exc: Refused) -> JSONResponse:
+        return JSONResponse(status_code=exc.status, content={"detail": str(exc), "field": "files"})
+
+    @app.post("/v1/documents", status_code=202, response_model=UploadResponse)
+    async def upload(
+        request: Request,
+        who: PrincipalDep,
+        files: Annotated[list[UploadFile], File(description="One or more documents or archives")],
+        namespace: Annotated[str, Form(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")] = "default",
+        organizational_unit: Annotated[str | None, Form()] = None,
+    ) -> UploadResponse:
+        writable(who, namespace)
+        length = int(request.headers.get("content-length") or 0)
+        if length > settings.max_request_mb * MIB:
+            raise Refused(
+                413, f"request of {length:,} bytes is above {settings.max_request_mb} MiB"
+            )
+        admitted: list[tuple[str, bytes]] = []
+        skipped: list[QueuedFile] = []
+        for upload_file in files:
+            name = safe_name(upload_file.filename or "file")
+            data = await _read_capped(upload_file, name, settings.max_upload_mb * MIB)
+            if archive_kind(name):
+                try:
+                    members = read_archive(name, data)
+                except CorpusError as exc:
+                    raise Refused(400, f"'{name}': {exc}") from None
+                for member in members:
+                    label = f"{name}/{member.path}"
+                    try:
+                        admit(label, member.data, max_bytes=settings.max_upload_mb * MIB)
+                    except Refused as exc:
+                        if exc.status != 415:
+                            raise
+                        skipped.append(
+                            QueuedFile(source_file_name=label, status="skipped", detail=str(exc))
+                        )
+                        continue
+                    admitted.append((label, member.data))
+            else:
+                admit(name, data, max_bytes=settings.max_upload_mb * MIB)
+                admitted.append((name, data))
+        queued = []
+        for name, data in admitted:  # all passed the door: now store, then record the job
+            record = registry.register(
+                data, name, namespace, SourceKind.UPLOAD, organizational_unit
+            )
+            job = jobs.create(record.document_id, namespace, name)
+            queued.append(
+                QueuedFile(
+                    source_file_name=name,
+                    job_id=job.job_id,
+                    document_id=record.document_id,
+                    status="queued",
+                )
+            )
+        return UploadResponse(namespace=namespace, files=queued + skipped)
+
+    @app.get("/v1/jobs/{job_id}", response_model=Job)
+    async def job_status(job_id: str, who: PrincipalDep) -> Job:
+        job = jobs.get(job_id)
+        if job is None or not who.may_read(job.namespace):
+            raise HTTPException(404, f"no job '{job_id}'")
+        return job
+
+    @app.get("/v1/namespaces/{namespace}/ingestion", response_model=IngestionStatus)
+    async def ingestion(namespace: str, who: PrincipalDep) -> IngestionStatus:
+        if not who.may_read(namespace):
+            raise HTTPException(404, f"namespace '{namespace}' does not exist")
+        counts = jobs.counts(namespace)
+        busy = counts.get("queued", 0) + counts.get("processing", 0)
+        return IngestionStatus(
+            namespace=namespace, state="indexing" if busy else "complete", counts=counts
+        )
+
+    return app
+
+
+async def _read_capped(upload: UploadFile, name: str, limit: int) -> bytes:
+    """The upload's bytes, read in chunks and refused (413) as soon as they pass `limit`."""
+    parts: list[bytes] = []
+    size = 0
+    while chunk := await upload.read(_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            raise Refused(413, f"'{name}' is above the limit of {limit // MIB} MiB")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _work(settings: CorpusSettings, jobs: JobStore, stop: threading.Event) -> None:
+    """Jobs in order, each document in the ingest worker process, then its namespace published.
+
+    Blocking work never runs on the request loop: this is its own thread, and the Dagster run
+    is in a separate (spawned) process, like a `corpus ingest` batch's."""
+    from corpus_pipeline import ingest
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, context, ingest._start_worker, (settings,)) as pool:
+        while not stop.is_set():
+            job = jobs.claim()
+            if job is None:
+                stop.wait(0.5)
+                continue
+            _process(job, jobs, pool.submit)
+
+
+def _process(job: Job, jobs: JobStore, submit: Callable[..., Any]) -> None:
+    from corpus_pipeline import ingest
+
+    try:
+        [(_, result)] = submit(ingest.run_registered, job.document_id, job.namespace).result()
+        if result.status != "ok":
+            jobs.finish(job.job_id, error_message=result.error or "processing failed")
+            return
+        published = submit(ingest.publish_registered, job.namespace).result()
+    except Exception as exc:  # a dead worker process: the job fails in words, not a traceback
+        jobs.finish(job.job_id, error_message=f"ingest worker failed ({type(exc).__name__})")
+        return
+    if published.error:
+        jobs.finish(job.job_id, error_message=f"publish failed: {published.error}")
+    else:
+        jobs.finish(job.job_id, revision=published.revision)

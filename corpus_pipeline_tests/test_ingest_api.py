@@ -1,0 +1,171 @@
+"""The upload API over HTTP (uvicorn on a loopback port): 202 with queued jobs, processing in the
+background to a published revision, refusals at the door that store nothing, write keys."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from corpus_pipeline.ingest_api import create_ingest_app
+from corpus_pipeline.settings import CorpusSettings, load_settings
+from corpus_pipeline.storage import ObjectStore, SourceRegistry
+from query_service.auth import hash_key
+
+from .services import free_port
+from .support import DOCS
+
+
+@contextmanager
+def served(settings: CorpusSettings, worker: bool = True) -> Iterator[httpx.Client]:
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_ingest_app(settings, worker=worker),
+            host="127.0.0.1",
+            port=free_port(),
+            log_level="warning",
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive()
+        time.sleep(0.02)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.config.port}", timeout=60) as c:
+            yield c
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+
+
+def _stored(settings: CorpusSettings) -> list[str]:
+    return [
+        r.source_file_name for r in SourceRegistry(ObjectStore(settings.object_store)).records()
+    ]
+
+
+def _wait(client: httpx.Client, job_id: str, timeout: float = 180) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}").json()
+        if job["status"] in ("done", "error"):
+            return job
+        time.sleep(0.3)
+    raise TimeoutError(job_id)
+
+
+@pytest.mark.slow
+def test_an_upload_is_queued_at_once_and_processed_to_a_published_revision(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home")
+    with served(settings) as client:
+        response = client.post(
+            "/v1/documents",
+            files={"files": ("../../notes.md", b"# Ducks\n\nTufted ducks dive for mussels.\n")},
+            data={"namespace": "birds"},
+        )
+        assert response.status_code == 202
+        [queued] = response.json()["files"]
+        assert queued["status"] == "queued" and queued["source_file_name"] == "notes.md"
+        job = _wait(client, queued["job_id"])
+        assert job["status"] == "done" and job["revision"] == 1, job
+        assert job["started_at"] and job["finished_at"]
+        status = client.get("/v1/namespaces/birds/ingestion").json()
+        assert status == {"namespace": "birds", "state": "complete", "counts": {"done": 1}}
+    assert (settings.published_dir / "birds").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "status", "detail"),
+    [
+        ("report.pdf", (DOCS / "word_sample.docx").read_bytes(), 415, "is docx by its bytes"),
+        ("empty.md", b"", 400, "'empty.md' is empty"),
+        ("blob.bin", bytes(range(256)) * 8, 415, "unsupported format 'unknown'"),
+    ],
+)
+def test_a_refused_file_stores_nothing_and_names_the_reason(
+    tmp_path: Path, name: str, data: bytes, status: int, detail: str
+):
+    settings = load_settings(home=tmp_path / "home")
+    with served(settings, worker=False) as client:
+        response = client.post(
+            "/v1/documents",
+            files=[("files", ("ok.md", b"# fine\n\ntext\n")), ("files", (name, data))],
+        )
+    assert response.status_code == status and detail in response.json()["detail"]
+    assert _stored(settings) == [], "the good file of a refused request is not stored either"
+
+
+def test_a_file_above_the_upload_limit_is_413(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home", max_upload_mb=1)
+    with served(settings, worker=False) as client:
+        big = b"# Big\n\n" + b"words " * 200_000
+        response = client.post("/v1/documents", files={"files": ("big.md", big)})
+    assert response.status_code == 413 and "above the limit of 1 MiB" in response.json()["detail"]
+    assert _stored(settings) == []
+
+
+def test_an_archive_is_one_job_per_document_member(tmp_path: Path):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("a/one.md", "# One\n\ntext\n")
+        archive.writestr("two.md", "# Two\n\ntext\n")
+        archive.writestr("tool.bin", bytes(range(256)) * 4)
+    settings = load_settings(home=tmp_path / "home")
+    with served(settings, worker=False) as client:
+        response = client.post("/v1/documents", files={"files": ("batch.zip", buffer.getvalue())})
+    files = response.json()["files"]
+    assert response.status_code == 202
+    assert [(f["source_file_name"], f["status"]) for f in files] == [
+        ("batch.zip/a/one.md", "queued"),
+        ("batch.zip/two.md", "queued"),
+        ("batch.zip/tool.bin", "skipped"),
+    ]
+
+
+def test_writing_needs_a_key_with_write_access(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home")
+    keys = settings.home / "service" / "api_keys.json"
+    keys.parent.mkdir(parents=True)
+    keys.write_text(
+        json.dumps(
+            {
+                "keys": [
+                    {"key_sha256": hash_key("reader"), "principal": "r", "namespaces": ["birds"]},
+                    {
+                        "key_sha256": hash_key("writer"),
+                        "principal": "w",
+                        "namespaces": ["birds"],
+                        "write_namespaces": ["birds"],
+                    },
+                ]
+            }
+        )
+    )
+    upload = {"files": ("n.md", b"# N\n\ntext\n")}
+    with served(settings, worker=False) as client:
+        assert client.post("/v1/documents", files=upload).status_code == 401
+        as_reader = {"Authorization": "Bearer reader"}
+        forbidden = client.post(
+            "/v1/documents", files=upload, data={"namespace": "birds"}, headers=as_reader
+        )
+        assert forbidden.status_code == 403
+        as_writer = {"Authorization": "Bearer writer"}
+        hidden = client.post(
+            "/v1/documents", files=upload, data={"namespace": "fish"}, headers=as_writer
+        )
+        assert hidden.status_code == 404, "a namespace the key cannot read does not exist"
+        ok = client.post(
+            "/v1/documents", files=upload, data={"namespace": "birds"}, headers=as_writer
+        )
+        assert ok.status_code == 202
