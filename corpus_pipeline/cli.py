@@ -381,18 +381,13 @@ def search_command(
 @click.argument("document_id")
 def delete_command(document_id: str) -> None:
     """Delete a document: forget its record and artifacts, then publish its namespace without it."""
-    import shutil
-
-    from corpus_pipeline.ingest import publish_namespace_run
-    from corpus_pipeline.storage import ObjectStore, SourceRegistry
+    from corpus_pipeline.ingest import forget_document, publish_namespace_run
 
     settings = _settings()
     try:
-        record = SourceRegistry(ObjectStore(settings.object_store)).delete(document_id)
+        record = forget_document(settings, document_id)
     except CorpusError as exc:
         raise click.UsageError(str(exc)) from exc
-    shutil.rmtree(settings.artifacts_dir / document_id, ignore_errors=True)
-    shutil.rmtree(settings.work_dir / document_id, ignore_errors=True)
     outcome = publish_namespace_run(settings, record.namespace)
     if outcome.error:
         err_console.print(f"[red]publish failed:[/] {outcome.error}")

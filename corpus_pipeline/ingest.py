@@ -286,6 +286,21 @@ def run_registered(document_id: str, namespace: str) -> list[tuple[int, IngestRe
     return [(0, runner.run(_Job(0, outcome, record), namespace, None))]
 
 
+def forget_document(settings: CorpusSettings, document_id: str) -> SourceRecord:
+    """Forget a document: its record, artifacts and working files (the content-addressed bytes
+    stay: another document may share them); the next publish of its namespace leaves it out."""
+    record = SourceRegistry(ObjectStore(settings.object_store)).delete(document_id)
+    shutil.rmtree(settings.artifacts_dir / document_id, ignore_errors=True)
+    shutil.rmtree(settings.work_dir / document_id, ignore_errors=True)
+    return record
+
+
+def delete_registered(document_id: str) -> None:
+    """A pool worker's task: forget a document (the upload API's DELETE)."""
+    assert _WORKER is not None, "worker not initialised"
+    forget_document(_WORKER.settings, document_id)
+
+
 def publish_registered(namespace: str) -> PublishOutcome:
     """A pool worker's task: publish one namespace (the upload API, after each document)."""
     assert _WORKER is not None, "worker not initialised"

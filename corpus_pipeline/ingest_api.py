@@ -170,6 +170,33 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
             raise HTTPException(404, f"no job '{job_id}'")
         return job
 
+    @app.post("/v1/jobs/{job_id}/retry", status_code=202, response_model=Job)
+    async def retry(job_id: str, who: PrincipalDep) -> Job:
+        job = jobs.get(job_id)
+        if job is None or not who.may_read(job.namespace):
+            raise HTTPException(404, f"no job '{job_id}'")
+        writable(who, job.namespace)
+        if job.status != "error":
+            raise HTTPException(400, f"job '{job_id}' did not fail (it is {job.status})")
+        if job.kind == "document" and not _original_kept(registry, job.document_id):
+            raise HTTPException(400, f"the original of job '{job_id}' is gone")
+        again = jobs.requeue(job_id)
+        if again is None:
+            raise HTTPException(400, f"job '{job_id}' did not fail")
+        return again
+
+    @app.delete("/v1/documents/{document_id}", status_code=202, response_model=Job)
+    async def delete(document_id: str, who: PrincipalDep) -> Job:
+        """Queue the removal: the record, the artifacts, then a revision without it."""
+        try:
+            record = registry.get(document_id)
+        except CorpusError:
+            raise HTTPException(404, f"no document '{document_id}'") from None
+        if not who.may_read(record.namespace):
+            raise HTTPException(404, f"no document '{document_id}'")
+        writable(who, record.namespace)
+        return jobs.create(document_id, record.namespace, record.source_file_name, "delete")
+
     @app.get("/v1/namespaces/{namespace}/ingestion", response_model=IngestionStatus)
     async def ingestion(namespace: str, who: PrincipalDep) -> IngestionStatus:
         if not who.may_read(namespace):
@@ -212,14 +239,24 @@ def _work(settings: CorpusSettings, jobs: JobStore, stop: threading.Event) -> No
             _process(job, jobs, pool.submit)
 
 
+def _original_kept(registry: SourceRegistry, document_id: str) -> bool:
+    try:
+        return registry.store.exists(registry.get(document_id).object_key)
+    except CorpusError:
+        return False
+
+
 def _process(job: Job, jobs: JobStore, submit: Callable[..., Any]) -> None:
     from corpus_pipeline import ingest
 
     try:
-        [(_, result)] = submit(ingest.run_registered, job.document_id, job.namespace).result()
-        if result.status != "ok":
-            jobs.finish(job.job_id, error_message=result.error or "processing failed")
-            return
+        if job.kind == "delete":
+            submit(ingest.delete_registered, job.document_id).result()
+        else:
+            [(_, result)] = submit(ingest.run_registered, job.document_id, job.namespace).result()
+            if result.status != "ok":
+                jobs.finish(job.job_id, error_message=result.error or "processing failed")
+                return
         published = submit(ingest.publish_registered, job.namespace).result()
     except Exception as exc:  # a dead worker process: the job fails in words, not a traceback
         jobs.finish(job.job_id, error_message=f"ingest worker failed ({type(exc).__name__})")

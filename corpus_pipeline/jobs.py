@@ -20,10 +20,12 @@ from typing import Literal
 from pydantic import BaseModel
 
 JobStatus = Literal["queued", "processing", "done", "error"]
+JobKind = Literal["document", "delete"]
 
 _SCHEMA = """
 create table if not exists jobs (
     job_id text primary key,
+    kind text not null default 'document',
     document_id text not null,
     namespace text not null,
     source_file_name text not null,
@@ -39,6 +41,7 @@ create table if not exists jobs (
 
 class Job(BaseModel):
     job_id: str
+    kind: JobKind = "document"
     document_id: str
     namespace: str
     source_file_name: str
@@ -71,9 +74,12 @@ class JobStore:
         finally:
             db.close()
 
-    def create(self, document_id: str, namespace: str, source_file_name: str) -> Job:
+    def create(
+        self, document_id: str, namespace: str, source_file_name: str, kind: JobKind = "document"
+    ) -> Job:
         job = Job(
             job_id=uuid.uuid4().hex,
+            kind=kind,
             document_id=document_id,
             namespace=namespace,
             source_file_name=source_file_name,
@@ -82,9 +88,17 @@ class JobStore:
         )
         with self._connect() as db:
             db.execute(
-                "insert into jobs (job_id, document_id, namespace, source_file_name, status,"
-                " created_at) values (?, ?, ?, ?, ?, ?)",
-                (job.job_id, document_id, namespace, source_file_name, "queued", job.created_at),
+                "insert into jobs (job_id, kind, document_id, namespace, source_file_name, status,"
+                " created_at) values (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    job.job_id,
+                    kind,
+                    document_id,
+                    namespace,
+                    source_file_name,
+                    "queued",
+                    job.created_at,
+                ),
             )
         return job
 
@@ -114,6 +128,17 @@ class JobStore:
                 " where job_id = ?",
                 (status, error_message, revision, _now(), job_id),
             )
+
+    def requeue(self, job_id: str) -> Job | None:
+        """A failed job queued again (None when it is not in `error`)."""
+        with self._connect() as db:
+            row = db.execute(
+                "update jobs set status = 'queued', error_message = null, revision = null,"
+                " started_at = null, finished_at = null where job_id = ? and status = 'error'"
+                " returning *",
+                (job_id,),
+            ).fetchone()
+        return Job(**dict(row)) if row else None
 
     def counts(self, namespace: str) -> dict[str, int]:
         with self._connect() as db:

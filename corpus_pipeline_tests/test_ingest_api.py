@@ -169,3 +169,52 @@ def test_writing_needs_a_key_with_write_access(tmp_path: Path):
             "/v1/documents", files=upload, data={"namespace": "birds"}, headers=as_writer
         )
         assert ok.status_code == 202
+
+
+def _broken_docx() -> bytes:
+    """Passes the door (a ZIP with a Word part) and fails in the parser."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", "<w:document> not xml")
+    return buffer.getvalue()
+
+
+@pytest.mark.slow
+def test_a_failed_job_says_why_and_can_be_retried_from_its_stored_original(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home")
+    with served(settings) as client:
+        [queued] = client.post(
+            "/v1/documents", files={"files": ("broken.docx", _broken_docx())}
+        ).json()["files"]
+        failed = _wait(client, queued["job_id"])
+        assert failed["status"] == "error"
+        assert failed["error_message"] == (
+            "corrupt docx document: malformed package part (AttributeError)"
+        )
+        again = client.post(f"/v1/jobs/{queued['job_id']}/retry")
+        assert again.status_code == 202 and again.json()["status"] == "queued"
+        assert _wait(client, queued["job_id"])["status"] == "error"
+        [ok] = client.post("/v1/documents", files={"files": ("n.md", b"# N\n\nok\n")}).json()[
+            "files"
+        ]
+        assert _wait(client, ok["job_id"])["status"] == "done"
+        not_failed = client.post(f"/v1/jobs/{ok['job_id']}/retry")
+        assert not_failed.status_code == 400 and "did not fail" in not_failed.json()["detail"]
+
+
+@pytest.mark.slow
+def test_deleting_a_document_publishes_a_revision_without_it(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home")
+    with served(settings) as client:
+        [queued] = client.post(
+            "/v1/documents", files={"files": ("n.md", b"# N\n\nTufted ducks.\n")}
+        ).json()["files"]
+        assert _wait(client, queued["job_id"])["revision"] == 1
+        removal = client.delete(f"/v1/documents/{queued['document_id']}")
+        assert removal.status_code == 202 and removal.json()["kind"] == "delete"
+        done = _wait(client, removal.json()["job_id"])
+        assert done["status"] == "done" and done["revision"] == 2
+        assert client.delete(f"/v1/documents/{queued['document_id']}").status_code == 404
+    assert _stored(settings) == []
+    assert not (settings.artifacts_dir / queued["document_id"]).exists()

@@ -13,7 +13,6 @@ queued or running, so a backfill of many partitions publishes once, at its end.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ from corpus_pipeline.defs.resources import (
 from corpus_pipeline.door import admit
 from corpus_pipeline.errors import CorpusError
 from corpus_pipeline.ids import document_id_for
+from corpus_pipeline.ingest import forget_document
 from corpus_pipeline.settings import CorpusSettings
 from corpus_pipeline.sync import (
     FolderEntry,
@@ -189,12 +189,10 @@ def _apply(
             )
         )
     for address in plan.removed:
-        document_id = document_id_for(ns, address)
         try:
-            registry.delete(document_id)
+            forget_document(settings, document_id_for(ns, address))
         except CorpusError:
             continue  # never registered (it was refused at the door)
-        shutil.rmtree(settings.artifacts_dir / document_id, ignore_errors=True)
         tick.removed += 1
     if tick.removed:
         key = f"{label}-removal:{','.join(sorted(plan.removed))}"
