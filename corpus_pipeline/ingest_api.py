@@ -19,6 +19,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager
+from datetime import date
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, File, Form, Header, HTTPException, Request, UploadFile
@@ -115,8 +116,11 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
         files: Annotated[list[UploadFile], File(description="One or more documents or archives")],
         namespace: Annotated[str, Form(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")] = "default",
         organizational_unit: Annotated[str | None, Form()] = None,
+        document_date: Annotated[date | None, Form(description="ISO date, e.g. 2023-07-01")] = None,
+        replace_document_id: Annotated[str | None, Form()] = None,
     ) -> UploadResponse:
         writable(who, namespace)
+        replaced = _replaced(registry, who, replace_document_id, namespace, len(files))
         length = int(request.headers.get("content-length") or 0)
         if length > settings.max_request_mb * MIB:
             raise Refused(
@@ -147,10 +151,14 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
             else:
                 admit(name, data, max_bytes=settings.max_upload_mb * MIB)
                 admitted.append((name, data))
+        if replaced is not None:
+            if len(admitted) != 1:
+                raise Refused(400, "replace_document_id takes exactly one document")
+            admitted = [(replaced, admitted[0][1])]  # its name is its identity: same document
         queued = []
         for name, data in admitted:  # all passed the door: now store, then record the job
             record = registry.register(
-                data, name, namespace, SourceKind.UPLOAD, organizational_unit
+                data, name, namespace, SourceKind.UPLOAD, organizational_unit, document_date
             )
             job = jobs.create(record.document_id, namespace, name)
             queued.append(
@@ -237,6 +245,23 @@ def _work(settings: CorpusSettings, jobs: JobStore, stop: threading.Event) -> No
                 stop.wait(0.5)
                 continue
             _process(job, jobs, pool.submit)
+
+
+def _replaced(
+    registry: SourceRegistry, who: Principal, document_id: str | None, namespace: str, files: int
+) -> str | None:
+    """The name under which a replacement is stored (the replaced document's), or None."""
+    if document_id is None:
+        return None
+    if files != 1:
+        raise Refused(400, "replace_document_id takes exactly one file")
+    try:
+        record = registry.get(document_id)
+    except CorpusError:
+        raise HTTPException(404, f"no document '{document_id}'") from None
+    if record.namespace != namespace or not who.may_read(record.namespace):
+        raise HTTPException(404, f"no document '{document_id}' in namespace '{namespace}'")
+    return record.source_file_name
 
 
 def _original_kept(registry: SourceRegistry, document_id: str) -> bool:

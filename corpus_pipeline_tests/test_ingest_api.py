@@ -10,6 +10,7 @@ import time
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +219,30 @@ def test_deleting_a_document_publishes_a_revision_without_it(tmp_path: Path):
         assert client.delete(f"/v1/documents/{queued['document_id']}").status_code == 404
     assert _stored(settings) == []
     assert not (settings.artifacts_dir / queued["document_id"]).exists()
+
+
+def test_a_replacement_keeps_the_document_id_and_the_date_is_recorded(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home")
+    with served(settings, worker=False) as client:
+        [first] = client.post(
+            "/v1/documents",
+            files={"files": ("q3.md", b"# Q3\n\nfirst\n")},
+            data={"document_date": "2023-07-01"},
+        ).json()["files"]
+        replaced = client.post(
+            "/v1/documents",
+            files={"files": ("q3-final.md", b"# Q3\n\nfinal\n")},
+            data={"replace_document_id": first["document_id"], "document_date": "2023-09-30"},
+        )
+        assert replaced.status_code == 202
+        [second] = replaced.json()["files"]
+        assert second["document_id"] == first["document_id"] and second["job_id"] != first["job_id"]
+        missing = client.post(
+            "/v1/documents",
+            files={"files": ("x.md", b"# X\n\nx\n")},
+            data={"replace_document_id": "no-such-doc"},
+        )
+        assert missing.status_code == 404
+    [record] = SourceRegistry(ObjectStore(settings.object_store)).records()
+    assert record.source_file_name == "q3.md" and record.size_bytes == len(b"# Q3\n\nfinal\n")
+    assert record.document_date == date(2023, 9, 30)
