@@ -33,7 +33,7 @@ from corpus_pipeline.errors import CorpusError
 from corpus_pipeline.jobs import Job, JobStore
 from corpus_pipeline.settings import CorpusSettings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
-from query_service.auth import KeyRing, Principal
+from query_service.auth import KeyRing, Principal, api_key_from
 
 MIB = 1024 * 1024
 _CHUNK = 1024 * 1024
@@ -64,9 +64,7 @@ def _principal(
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> Principal:
     """The key's principal (the key file is read per request: keys change without a restart)."""
-    key = x_api_key
-    if authorization and authorization.lower().startswith("bearer "):
-        key = authorization[7:].strip()
+    key = api_key_from(authorization, x_api_key)
     found = KeyRing.load(request.app.state.keys_file).principal_for(key)
     if found is None:
         raise HTTPException(401, "missing or unknown API key")

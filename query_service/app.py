@@ -37,7 +37,7 @@ from corpus_pipeline.contracts.api import (
 )
 from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
 from query_service.agentic import BudgetTooSmall
-from query_service.auth import Principal
+from query_service.auth import Principal, api_key_from
 from query_service.config import ServiceSettings
 from query_service.revision import NamespaceNotFound
 from query_service.service import QueryService
@@ -83,9 +83,7 @@ async def get_principal(
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> Principal:
-    key = x_api_key
-    if authorization and authorization.lower().startswith("bearer "):
-        key = authorization[7:].strip()
+    key = api_key_from(authorization, x_api_key)
     principal = (await get_service(request)).keys.principal_for(key)
     if principal is None:
         raise Unauthorized()

@@ -68,6 +68,13 @@ class KeyRing:
         return None
 
 
+def api_key_from(authorization: str | None, x_api_key: str | None) -> str | None:
+    """The key a request presents: `Authorization: Bearer <key>`, else `X-API-Key`."""
+    if authorization and authorization.lower().startswith("bearer "):
+        return authorization[7:].strip()
+    return x_api_key
+
+
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
