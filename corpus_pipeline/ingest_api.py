@@ -24,38 +24,19 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, File, Form, Header, HTTPException, Request, UploadFile
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
 
 from corpus_pipeline.archives import archive_kind, read_archive
 from corpus_pipeline.contracts import SourceKind
+from corpus_pipeline.contracts.jobs import IngestionStatus, Job, QueuedFile, UploadResponse
 from corpus_pipeline.door import Refused, admit, safe_name
 from corpus_pipeline.errors import CorpusError
-from corpus_pipeline.jobs import Job, JobStore
+from corpus_pipeline.jobs import JobStore
 from corpus_pipeline.settings import CorpusSettings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
 from query_service.auth import KeyRing, Principal, api_key_from
 
 MIB = 1024 * 1024
 _CHUNK = 1024 * 1024
-
-
-class QueuedFile(BaseModel):
-    source_file_name: str
-    job_id: str | None = None
-    document_id: str | None = None
-    status: str = Field(description="queued, or skipped (an archive member that is no document)")
-    detail: str | None = None
-
-
-class UploadResponse(BaseModel):
-    namespace: str
-    files: list[QueuedFile]
-
-
-class IngestionStatus(BaseModel):
-    namespace: str
-    state: str = Field(description="indexing while anything is queued or processing, else complete")
-    counts: dict[str, int]
 
 
 def _principal(

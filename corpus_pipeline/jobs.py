@@ -15,12 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel
-
-JobStatus = Literal["queued", "processing", "done", "error"]
-JobKind = Literal["document", "delete"]
+from corpus_pipeline.contracts.jobs import Job, JobKind
 
 _SCHEMA = """
 create table if not exists jobs (
@@ -37,20 +33,6 @@ create table if not exists jobs (
     finished_at text
 )
 """
-
-
-class Job(BaseModel):
-    job_id: str
-    kind: JobKind = "document"
-    document_id: str
-    namespace: str
-    source_file_name: str
-    status: JobStatus
-    error_message: str | None = None
-    revision: int | None = None
-    created_at: str
-    started_at: str | None = None
-    finished_at: str | None = None
 
 
 def _now() -> str:
