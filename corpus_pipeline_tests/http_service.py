@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import uvicorn
 
+from corpus_pipeline.ingest_api import create_ingest_app
+from corpus_pipeline.settings import CorpusSettings
 from query_service.app import create_app
 from query_service.auth import hash_key
 from query_service.config import ServiceSettings
@@ -103,3 +105,27 @@ def child_pids(pid: int) -> set[int]:
             if int(fields[1]) == pid:
                 children.add(int(stat.parent.name))
     return children
+
+
+@contextmanager
+def served(settings: CorpusSettings, worker: bool = True) -> Iterator[httpx.Client]:
+    """The upload API (`create_ingest_app`) on a free loopback port; yields a client on it."""
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_ingest_app(settings, worker=worker),
+            host="127.0.0.1",
+            port=free_port(),
+            log_level="warning",
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive()
+        time.sleep(0.02)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.config.port}", timeout=60) as c:
+            yield c
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)

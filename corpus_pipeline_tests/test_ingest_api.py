@@ -5,49 +5,21 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 import time
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
-from corpus_pipeline.ingest_api import create_ingest_app
 from corpus_pipeline.settings import CorpusSettings, load_settings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
 from query_service.auth import hash_key
 
-from .services import free_port
+from .http_service import served
 from .support import DOCS
-
-
-@contextmanager
-def served(settings: CorpusSettings, worker: bool = True) -> Iterator[httpx.Client]:
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_ingest_app(settings, worker=worker),
-            host="127.0.0.1",
-            port=free_port(),
-            log_level="warning",
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive()
-        time.sleep(0.02)
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{server.config.port}", timeout=60) as c:
-            yield c
-    finally:
-        server.should_exit = True
-        thread.join(timeout=60)
 
 
 def _stored(settings: CorpusSettings) -> list[str]:
