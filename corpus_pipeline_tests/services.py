@@ -136,3 +136,19 @@ def database_exists(name: str) -> bool:
     with closing(_admin_connection()) as conn, conn.cursor() as cur:
         cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
         return cur.fetchone() is not None
+
+
+def use_moto(endpoint: str, scratch: Path, monkeypatch: Any) -> None:
+    """Point boto3/s3fs at `endpoint` with dummy credentials and no user AWS config (undone by
+    `monkeypatch`); clears fsspec's cached S3 clients."""
+    import s3fs
+
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(scratch / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(scratch / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_DUMMY_KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_DUMMY_SECRET)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    s3fs.S3FileSystem.clear_instance_cache()

@@ -18,13 +18,12 @@ from corpus_pipeline.settings import load_settings
 
 from .http_service import served
 from .services import (
-    AWS_DUMMY_KEY_ID,
-    AWS_DUMMY_SECRET,
     PG_HOST,
     PG_USER,
     moto_server,
     postgres_database,
     query,
+    use_moto,
 )
 
 pytestmark = pytest.mark.slow
@@ -34,19 +33,11 @@ def test_an_upload_lands_in_s3_runs_in_postgres_and_is_published(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with moto_server() as endpoint, postgres_database() as database:
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-        monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_DUMMY_KEY_ID)
-        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_DUMMY_SECRET)
-        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+        use_moto(endpoint, tmp_path, monkeypatch)
         monkeypatch.setenv("CORPUS_DAGSTER_PG_USER", PG_USER)
         monkeypatch.setenv("CORPUS_DAGSTER_PG_PASSWORD", "")
         monkeypatch.setenv("CORPUS_DAGSTER_PG_HOST", PG_HOST)
         monkeypatch.setenv("CORPUS_DAGSTER_PG_DB", database)
-        s3fs.S3FileSystem.clear_instance_cache()
         bucket = f"corpus-deploy-{uuid.uuid4().hex[:8]}"
         s3: Any = boto3.client("s3")
         s3.create_bucket(Bucket=bucket)

@@ -20,7 +20,7 @@ from corpus_pipeline.ingest import ingest
 from corpus_pipeline.settings import load_settings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
 
-from .services import AWS_DUMMY_KEY_ID, AWS_DUMMY_SECRET, moto_server
+from .services import AWS_DUMMY_KEY_ID, AWS_DUMMY_SECRET, moto_server, use_moto
 from .support import DOCS
 
 pytestmark = pytest.mark.slow
@@ -38,16 +38,8 @@ def s3_endpoint() -> Iterator[str]:
 @pytest.fixture
 def s3_env(s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Dummy credentials and the moto endpoint for this test only; no user AWS config."""
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_DUMMY_KEY_ID)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_DUMMY_SECRET)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
     # fsspec caches filesystem instances (and their clients) across tests: start and end clean.
-    s3fs.S3FileSystem.clear_instance_cache()
+    use_moto(s3_endpoint, tmp_path, monkeypatch)
     yield s3_endpoint
     s3fs.S3FileSystem.clear_instance_cache()
 
