@@ -500,6 +500,27 @@ def ingest_api_command(host: str, port: int) -> None:
     uvicorn.run(create_ingest_app(settings), host=host, port=port, log_level="info")
 
 
+@main.command("doctor")
+@click.option("--query-url", default="http://127.0.0.1:8000", show_default=True)
+@click.option("--ingest-url", default="http://127.0.0.1:8001", show_default=True)
+def doctor_command(query_url: str, ingest_url: str) -> None:
+    """One line per supporting part of this configuration; exit 1 when a required part fails."""
+    from corpus_pipeline.doctor import run_checks
+
+    settings = _settings()
+    failed = False
+    for check in run_checks(settings, query_url, ingest_url):
+        mark = (
+            "[green]ok[/]  "
+            if check.ok
+            else ("[red]FAIL[/]" if check.required else "[yellow]--[/]  ")
+        )
+        console.print(f"{mark} {check.part:<26} {escape(check.detail)}")
+        failed |= check.required and not check.ok
+    if failed:
+        sys.exit(1)
+
+
 def _register_service_commands() -> None:
     from query_service.commands import COMMANDS
 

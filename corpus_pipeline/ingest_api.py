@@ -84,6 +84,12 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
         if not who.may_write(namespace):
             raise HTTPException(403, f"this key may not write to namespace '{namespace}'")
 
+    @app.get("/readyz")
+    async def readyz() -> dict[str, str]:
+        """Ready once the job store opens (a query on it)."""
+        jobs.counts("default")
+        return {"status": "ready"}
+
     @app.exception_handler(Refused)
     async def _refused(_: Request, exc: Refused) -> JSONResponse:
         return JSONResponse(status_code=exc.status, content={"detail": str(exc), "field": "files"})
