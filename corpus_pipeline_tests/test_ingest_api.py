@@ -14,9 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
+from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.settings import CorpusSettings, load_settings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
 from query_service.auth import hash_key
+from query_service.classic import classic_search
+from query_service.revision import open_revision
 
 from .http_service import served
 from .support import DOCS
@@ -55,7 +58,9 @@ def test_an_upload_is_queued_at_once_and_processed_to_a_published_revision(tmp_p
         assert job["started_at"] and job["finished_at"]
         status = client.get("/v1/namespaces/birds/ingestion").json()
         assert status == {"namespace": "birds", "state": "complete", "counts": {"done": 1}}
-    assert (settings.published_dir / "birds").is_dir()
+    revision = open_revision(settings.published_dir, "birds")
+    [hit] = classic_search(revision, SearchRequest(query="tufted ducks mussels", top_k=1)).results
+    assert hit.document_id == queued["document_id"], "searchable once the job is done"
 
 
 @pytest.mark.parametrize(

@@ -219,17 +219,23 @@ def test_the_s3_sensor_syncs_a_bucket_prefix_by_etag_and_address(
 ) -> None:
     s3.put_object(Bucket=bucket, Key="drop/q1/notes.md", Body=b"# Q1\n\nTufted ducks dive.\n")
     s3.put_object(Bucket=bucket, Key="drop/tool.bin", Body=bytes(range(256)) * 4)
+    s3.put_object(Bucket=bucket, Key="drop/q2/notes.md", Body=b"# Q2\n\nGoldeneyes dive.\n")
     s3.put_object(Bucket=bucket, Key="elsewhere/other.md", Body=b"# Other\n\ntext\n")
     monkeypatch.setenv("CORPUS_S3_SYNC_URL", f"s3://{bucket}/drop")
     home = tmp_path / "home"
     first = _s3_tick(home)
-    [run] = first.run_requests
+    run, other = first.run_requests
     assert run.partition_key.startswith("s3-"), "identity is the s3:// address"
+    assert other.partition_key != run.partition_key, "same base name, other prefix: two documents"
     cursor = json.loads(first.cursor)["objects"]
-    assert sorted(cursor) == [f"s3://{bucket}/drop/q1/notes.md", f"s3://{bucket}/drop/tool.bin"]
+    assert sorted(cursor) == [
+        f"s3://{bucket}/drop/q1/notes.md",
+        f"s3://{bucket}/drop/q2/notes.md",
+        f"s3://{bucket}/drop/tool.bin",
+    ]
     quiet = _s3_tick(home, first.cursor)
     assert quiet.skip_reason.skip_message == (
-        "s3: ingested 0, updated 0, skipped 2, failed 0, removed 0"
+        "s3: ingested 0, updated 0, skipped 3, failed 0, removed 0"
     )
     s3.put_object(Bucket=bucket, Key="drop/q1/notes.md", Body=b"# Q1\n\nGoldeneyes too.\n")
     changed = _s3_tick(home, quiet.cursor)
