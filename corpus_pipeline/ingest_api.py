@@ -14,10 +14,12 @@ query service reads); a key that cannot read the namespace is told it does not e
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from datetime import date
 from typing import Annotated, Any
@@ -36,6 +38,7 @@ from corpus_pipeline.storage import ObjectStore, SourceRegistry
 from query_service.auth import KeyRing, Principal, api_key_from
 
 MIB = 1024 * 1024
+logger = logging.getLogger(__name__)
 _CHUNK = 1024 * 1024
 
 
@@ -223,13 +226,15 @@ def _work(settings: CorpusSettings, jobs: JobStore, stop: threading.Event) -> No
     from corpus_pipeline import ingest
 
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(1, context, ingest._start_worker, (settings,)) as pool:
-        while not stop.is_set():
-            job = jobs.claim()
-            if job is None:
-                stop.wait(0.5)
-                continue
-            _process(job, jobs, pool.submit)
+    while not stop.is_set():  # a worker process that died (killed, out of memory) is replaced
+        with ProcessPoolExecutor(1, context, ingest._start_worker, (settings,)) as pool:
+            while not stop.is_set():
+                job = jobs.claim()
+                if job is None:
+                    stop.wait(0.5)
+                    continue
+                if not _process(job, jobs, pool.submit):
+                    break
 
 
 def _replaced(
@@ -256,7 +261,8 @@ def _original_kept(registry: SourceRegistry, document_id: str) -> bool:
         return False
 
 
-def _process(job: Job, jobs: JobStore, submit: Callable[..., Any]) -> None:
+def _process(job: Job, jobs: JobStore, submit: Callable[..., Any]) -> bool:
+    """Run one job to `done` or `error`; False when the worker process died doing it."""
     from corpus_pipeline import ingest
 
     try:
@@ -266,12 +272,17 @@ def _process(job: Job, jobs: JobStore, submit: Callable[..., Any]) -> None:
             [(_, result)] = submit(ingest.run_registered, job.document_id, job.namespace).result()
             if result.status != "ok":
                 jobs.finish(job.job_id, error_message=result.error or "processing failed")
-                return
+                return True
         published = submit(ingest.publish_registered, job.namespace).result()
-    except Exception as exc:  # a dead worker process: the job fails in words, not a traceback
+    except BrokenProcessPool:
+        jobs.finish(job.job_id, error_message="ingest worker stopped (killed or out of memory)")
+        return False
+    except Exception as exc:  # the job fails in words, not a traceback (that goes to the log)
+        logger.exception("job %s failed", job.job_id)
         jobs.finish(job.job_id, error_message=f"ingest worker failed ({type(exc).__name__})")
-        return
+        return True
     if published.error:
         jobs.finish(job.job_id, error_message=f"publish failed: {published.error}")
     else:
         jobs.finish(job.job_id, revision=published.revision)
+    return True

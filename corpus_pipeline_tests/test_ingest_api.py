@@ -223,3 +223,32 @@ def test_a_replacement_keeps_the_document_id_and_the_date_is_recorded(tmp_path: 
     [record] = SourceRegistry(ObjectStore(settings.object_store)).records()
     assert record.source_file_name == "q3.md" and record.size_bytes == len(b"# Q3\n\nfinal\n")
     assert record.document_date == date(2023, 9, 30)
+
+
+@pytest.mark.slow
+def test_a_job_whose_worker_is_killed_fails_and_a_retry_completes_it_once(tmp_path: Path):
+    import multiprocessing
+
+    settings = load_settings(home=tmp_path / "home")
+    with served(settings) as client:
+        [queued] = client.post(
+            "/v1/documents", files={"files": ("n.md", b"# N\n\nTufted ducks dive.\n")}
+        ).json()["files"]
+        deadline = time.monotonic() + 60
+        while client.get(f"/v1/jobs/{queued['job_id']}").json()["status"] != "processing":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        workers = multiprocessing.active_children()  # the API's spawned worker process
+        assert workers, "the job runs in a spawned worker process"
+        for worker in workers:  # as the OOM killer would
+            worker.kill()
+        failed = _wait(client, queued["job_id"])
+        assert failed["status"] == "error"
+        assert failed["error_message"] == "ingest worker stopped (killed or out of memory)"
+        assert client.post(f"/v1/jobs/{queued['job_id']}/retry").status_code == 202
+        done = _wait(client, queued["job_id"])
+        assert done["status"] == "done", done
+    revision = open_revision(settings.published_dir, "default")
+    hits = classic_search(revision, SearchRequest(query="tufted ducks dive", top_k=10)).results
+    assert len({h.chunk_id for h in hits}) == len(hits) and hits, "no duplicate chunks"
+    assert {h.document_id for h in hits} == {queued["document_id"]}
