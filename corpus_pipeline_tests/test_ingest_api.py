@@ -31,6 +31,14 @@ def _stored(settings: CorpusSettings) -> list[str]:
     ]
 
 
+def _upload_one(client: httpx.Client, name: str, data: bytes) -> dict[str, Any]:
+    """POST one file; its entry of the 202 answer."""
+    response = client.post("/v1/documents", files={"files": (name, data)})
+    assert response.status_code == 202, response.text
+    [queued] = response.json()["files"]
+    return dict(queued)
+
+
 def _wait(client: httpx.Client, job_id: str, timeout: float = 180) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -162,9 +170,7 @@ def _broken_docx() -> bytes:
 def test_a_failed_job_says_why_and_can_be_retried_from_its_stored_original(tmp_path: Path):
     settings = load_settings(home=tmp_path / "home")
     with served(settings) as client:
-        [queued] = client.post(
-            "/v1/documents", files={"files": ("broken.docx", _broken_docx())}
-        ).json()["files"]
+        queued = _upload_one(client, "broken.docx", _broken_docx())
         failed = _wait(client, queued["job_id"])
         assert failed["status"] == "error"
         assert failed["error_message"] == (
@@ -173,9 +179,7 @@ def test_a_failed_job_says_why_and_can_be_retried_from_its_stored_original(tmp_p
         again = client.post(f"/v1/jobs/{queued['job_id']}/retry")
         assert again.status_code == 202 and again.json()["status"] == "queued"
         assert _wait(client, queued["job_id"])["status"] == "error"
-        [ok] = client.post("/v1/documents", files={"files": ("n.md", b"# N\n\nok\n")}).json()[
-            "files"
-        ]
+        ok = _upload_one(client, "n.md", b"# N\n\nok\n")
         assert _wait(client, ok["job_id"])["status"] == "done"
         not_failed = client.post(f"/v1/jobs/{ok['job_id']}/retry")
         assert not_failed.status_code == 400 and "did not fail" in not_failed.json()["detail"]
@@ -185,9 +189,7 @@ def test_a_failed_job_says_why_and_can_be_retried_from_its_stored_original(tmp_p
 def test_deleting_a_document_publishes_a_revision_without_it(tmp_path: Path):
     settings = load_settings(home=tmp_path / "home")
     with served(settings) as client:
-        [queued] = client.post(
-            "/v1/documents", files={"files": ("n.md", b"# N\n\nTufted ducks.\n")}
-        ).json()["files"]
+        queued = _upload_one(client, "n.md", b"# N\n\nTufted ducks.\n")
         assert _wait(client, queued["job_id"])["revision"] == 1
         removal = client.delete(f"/v1/documents/{queued['document_id']}")
         assert removal.status_code == 202 and removal.json()["kind"] == "delete"
@@ -231,9 +233,7 @@ def test_a_job_whose_worker_is_killed_fails_and_a_retry_completes_it_once(tmp_pa
 
     settings = load_settings(home=tmp_path / "home")
     with served(settings) as client:
-        [queued] = client.post(
-            "/v1/documents", files={"files": ("n.md", b"# N\n\nTufted ducks dive.\n")}
-        ).json()["files"]
+        queued = _upload_one(client, "n.md", b"# N\n\nTufted ducks dive.\n")
         deadline = time.monotonic() + 60
         while client.get(f"/v1/jobs/{queued['job_id']}").json()["status"] != "processing":
             assert time.monotonic() < deadline
