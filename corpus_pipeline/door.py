@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from corpus_pipeline.archives import archive_kind, read_archive
 from corpus_pipeline.contracts import FileFormat
 from corpus_pipeline.errors import (
     CorpusError,
@@ -109,6 +110,37 @@ def _opens(fmt: FileFormat, data: bytes, has_password: bool) -> None:
             raise Refused(400, str(PasswordRequiredError("pdf")))
         if not encrypted and pages == 0:
             raise Refused(400, str(CorruptDocumentError("pdf", "no pages (truncated?)")))
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One document a delivered file carries: its label and bytes, or why the door refused it."""
+
+    label: str
+    data: bytes
+    refused: Refused | None = None
+
+
+def deliveries(
+    name: str, data: bytes, *, max_bytes: int, has_password: bool = False
+) -> list[Delivery]:
+    """The documents in one delivered file: the file itself, or each member of an archive
+    (labelled `<archive>/<member path>`), each admitted at the door. A refused single file, or
+    an archive refused whole (`archives.read_archive`), raises; a refused member is returned
+    with its refusal, so the caller decides between skipping it and refusing the delivery."""
+    if not archive_kind(name):
+        admit(name, data, max_bytes=max_bytes, has_password=has_password)
+        return [Delivery(name, data)]
+    out = []
+    for member in read_archive(name, data):
+        label = f"{name}/{member.path}"
+        try:
+            admit(label, member.data, max_bytes=max_bytes, has_password=has_password)
+        except Refused as exc:
+            out.append(Delivery(label, member.data, exc))
+        else:
+            out.append(Delivery(label, member.data))
+    return out
 
 
 _UNSAFE = re.compile(r"[^\w.\- ()+,&@'=]+")

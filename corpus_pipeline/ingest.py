@@ -22,7 +22,6 @@ from pathlib import Path
 import dagster as dg
 from dagster_shared.error import SerializableErrorInfo
 
-from corpus_pipeline.archives import archive_kind, read_archive
 from corpus_pipeline.contracts import Manifest, SourceKind, SourceRecord
 from corpus_pipeline.defs.checks import CHECK_LABELS, describe_problems
 from corpus_pipeline.defs.documents import STEP, document_pipeline
@@ -34,7 +33,7 @@ from corpus_pipeline.defs.resources import (
     ModelSettingsResource,
     ObjectStoreResource,
 )
-from corpus_pipeline.door import Refused, admit
+from corpus_pipeline.door import deliveries
 from corpus_pipeline.errors import CorpusError, InvalidInputError, unexpected_error_message
 from corpus_pipeline.pipeline import document_dir
 from corpus_pipeline.secrets import document_password
@@ -423,15 +422,12 @@ def _register(
 def _deliveries(
     path: Path, name: str, settings: CorpusSettings, password: str | None
 ) -> Iterator[tuple[IngestResult, bytes | None]]:
-    """The documents one file delivers, each with its bytes once admitted at the door
-    (`door.admit`; None: refused or skipped, the reason in `error`)."""
+    """The documents one file delivers (`door.deliveries`), each with its bytes once admitted
+    (None: refused, or a member that is no document and is skipped; the reason in `error`)."""
     try:
-        data = path.read_bytes()
-        if archive_kind(name):
-            members = read_archive(name, data)
-        else:
-            admit(name, data, max_bytes=settings.max_file_bytes, has_password=bool(password))
-            members = None
+        found = deliveries(
+            name, path.read_bytes(), max_bytes=settings.max_file_bytes, has_password=bool(password)
+        )
     except CorpusError as exc:
         yield IngestResult(path=path, source_file_name=name, error=str(exc)), None
         return
@@ -439,25 +435,15 @@ def _deliveries(
         error = f"cannot read file: {exc.strerror}"
         yield IngestResult(path=path, source_file_name=name, error=error), None
         return
-    if members is None:
-        yield IngestResult(path=path, source_file_name=name), data
-        return
-    for member in members:
-        outcome = IngestResult(path=path, source_file_name=f"{name}/{member.path}")
-        try:
-            admit(
-                member.path,
-                member.data,
-                max_bytes=settings.max_file_bytes,
-                has_password=bool(password),
-            )
-        except Refused as exc:
-            outcome.error = str(exc)
-            if exc.status == 415:  # not a document (or not what its name says): left out
-                outcome.status = "skipped"
-            yield outcome, None
-        else:
-            yield outcome, member.data
+    for item in found:
+        outcome = IngestResult(path=path, source_file_name=item.label)
+        if item.refused is None:
+            yield outcome, item.data
+            continue
+        outcome.error = str(item.refused)
+        if item.refused.status == 415:  # not a document (or not what its name says): left out
+            outcome.status = "skipped"
+        yield outcome, None
 
 
 def publish_namespace_run(settings: CorpusSettings, namespace: str) -> PublishOutcome:

@@ -27,10 +27,9 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, File, Form, Header, HTTPException, Request, UploadFile
 from fastapi.responses import JSONResponse
 
-from corpus_pipeline.archives import archive_kind, read_archive
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.contracts.jobs import IngestionStatus, Job, QueuedFile, UploadResponse
-from corpus_pipeline.door import Refused, admit, safe_name
+from corpus_pipeline.door import Refused, deliveries, safe_name
 from corpus_pipeline.errors import CorpusError
 from corpus_pipeline.jobs import JobStore
 from corpus_pipeline.settings import CorpusSettings
@@ -119,26 +118,23 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
         for upload_file in files:
             name = safe_name(upload_file.filename or "file")
             data = await _read_capped(upload_file, name, settings.max_upload_mb * MIB)
-            if archive_kind(name):
-                try:
-                    members = read_archive(name, data)
-                except CorpusError as exc:
-                    raise Refused(400, f"'{name}': {exc}") from None
-                for member in members:
-                    label = f"{name}/{member.path}"
-                    try:
-                        admit(label, member.data, max_bytes=settings.max_upload_mb * MIB)
-                    except Refused as exc:
-                        if exc.status != 415:
-                            raise
-                        skipped.append(
-                            QueuedFile(source_file_name=label, status="skipped", detail=str(exc))
+            try:
+                found = deliveries(name, data, max_bytes=settings.max_upload_mb * MIB)
+            except Refused:
+                raise
+            except CorpusError as exc:  # an archive refused whole
+                raise Refused(400, f"'{name}': {exc}") from None
+            for item in found:
+                if item.refused is None:
+                    admitted.append((item.label, item.data))
+                elif item.refused.status == 415:  # an archive member that is no document
+                    skipped.append(
+                        QueuedFile(
+                            source_file_name=item.label, status="skipped", detail=str(item.refused)
                         )
-                        continue
-                    admitted.append((label, member.data))
-            else:
-                admit(name, data, max_bytes=settings.max_upload_mb * MIB)
-                admitted.append((name, data))
+                    )
+                else:
+                    raise item.refused
         if replaced is not None:
             if len(admitted) != 1:
                 raise Refused(400, "replace_document_id takes exactly one document")
