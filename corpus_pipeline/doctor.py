@@ -41,6 +41,7 @@ def run_checks(settings: CorpusSettings, query_url: str, ingest_url: str) -> Ite
         ("dagster storage", True, lambda: dagster_storage(settings)),
         ("object store", True, lambda: object_store(settings)),
         ("published revision", False, lambda: published_revisions(settings)),
+        ("revision mirror", False, lambda: revision_mirror(settings)),
         ("query service", False, lambda: api("query service", query_url)),
         ("upload API", False, lambda: api("upload API", ingest_url)),
         ("tesseract", False, tesseract),
@@ -95,6 +96,36 @@ def published_revisions(settings: CorpusSettings) -> Check:
     if not found:
         return Check("published revision", False, "none yet: `corpus ingest` publishes one")
     return Check("published revision", True, "loadable: " + ", ".join(found))
+
+
+def revision_mirror(settings: CorpusSettings) -> Check:
+    """Whether the store's copy of each namespace (what query replicas pull) is current."""
+    from corpus_pipeline.publish.mirror import REMOTE_ROOT, remote_pointer
+    from corpus_pipeline.publish.publisher import read_pointer
+    from corpus_pipeline.storage import ObjectStore
+
+    store = ObjectStore(settings.object_store)
+    if store.is_local:
+        return Check("revision mirror", True, "not used: query services read the local folder")
+    root = settings.published_dir
+    local = (
+        {p.name for p in root.iterdir() if (p / "CURRENT.json").is_file()}
+        if root.is_dir()
+        else set()
+    )
+    states, current = [], True
+    for ns in sorted(local | set(store.children(REMOTE_ROOT))):
+        here, there = read_pointer(root / ns), remote_pointer(store, ns)
+        if here is not None and (there is None or there.revision != here.revision):
+            current = False
+            states.append(
+                f"{ns} r{here.revision} here, {f'r{there.revision}' if there else 'none'} in the store"
+            )
+        else:
+            states.append(f"{ns} r{there.revision if there else '?'} in the store")
+    if not states:
+        return Check("revision mirror", False, "no revision in the store yet")
+    return Check("revision mirror", current, "; ".join(states))
 
 
 def api(name: str, url: str) -> Check:

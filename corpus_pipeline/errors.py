@@ -42,6 +42,14 @@ class StorageError(CorpusError):
         super().__init__(f"object store {operation} of '{key}' failed ({type(cause).__name__})")
 
 
+class MirrorError(CorpusError):
+    """A revision mirrored in the object store cannot be copied as listed; nothing is swapped."""
+
+    def __init__(self, namespace: str, problem: str) -> None:
+        self.namespace = namespace
+        super().__init__(f"mirrored revision of namespace '{namespace}': {problem}")
+
+
 class PasswordRequiredError(CorpusError):
     """An encrypted document was delivered without a password."""
 

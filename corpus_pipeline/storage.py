@@ -31,6 +31,11 @@ class ObjectStore:
             self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
         )
 
+    @property
+    def is_local(self) -> bool:
+        """A folder on this machine (nothing to mirror to other machines)."""
+        return self._local
+
     def _path(self, key: str) -> str:
         if key.startswith("/") or ".." in key.split("/"):
             raise InvalidInputError("object_key", "must be a relative key without '..'")
@@ -66,6 +71,32 @@ class ObjectStore:
         with self._operation("read", key):
             data: bytes = self.fs.cat_file(self._path(key))
         return data
+
+    def put_file(self, source: Path, key: str) -> None:
+        """Upload a local file, streamed (an index file can be large); atomic like put_bytes."""
+        path = self._path(key)
+        with self._operation("write", key):
+            if self._local:
+                self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+                self.fs.put_file(str(source), f"{path}.partial")
+                self.fs.mv(f"{path}.partial", path)
+            else:
+                self.fs.put_file(str(source), path)  # one S3 PUT: visible whole or not at all
+
+    def get_file(self, key: str, target: Path) -> None:
+        """Download to a local file, streamed."""
+        with self._operation("read", key):
+            self.fs.get_file(self._path(key), str(target))
+
+    def children(self, prefix: str) -> list[str]:
+        """Names directly below a prefix (one listing, not a recursive walk)."""
+        base = self._path(prefix).rstrip("/")
+        with self._operation("list", prefix):
+            if not self.fs.exists(base):
+                return []
+            return sorted(
+                str(p).rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(base, detail=False)
+            )
 
     def delete(self, key: str) -> None:
         with self._operation("delete", key):

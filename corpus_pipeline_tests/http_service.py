@@ -61,13 +61,21 @@ def running_service(settings: ServiceSettings) -> Iterator[str]:
 
 
 @contextmanager
-def served_by_cli(home: Path, workers: int, timeout: float = 60.0) -> Iterator[tuple[str, int]]:
-    """`corpus serve --workers N` as its own process group on a free loopback port; yields the
-    base URL and the supervisor's pid once /readyz answers 200; stops the group after."""
+def served_by_cli(
+    home: Path, workers: int, timeout: float = 60.0, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, int]]:
+    """`corpus serve --workers N` as its own process group on a free loopback port (`env` on
+    top of this process's); yields the base URL and the supervisor's pid once /readyz answers
+    200; stops the group after."""
     port = free_port()
     process = subprocess.Popen(
         [str(CORPUS_CLI), "serve", "--port", str(port), "--workers", str(workers)],
-        env={**os.environ, "CORPUS_HOME": str(home), "CORPUS_RELOAD_SECONDS": "0.2"},
+        env={
+            **os.environ,
+            "CORPUS_HOME": str(home),
+            "CORPUS_RELOAD_SECONDS": "0.2",
+            **(env or {}),
+        },
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -35,6 +35,11 @@ def test_a_fresh_embedded_home_passes_its_required_parts(tmp_path: Path) -> None
     )
     assert not lines["query service"][0] and "not answering" in lines["query service"][1]
     assert lines["model: summary"] == (True, "not configured (offline default in use)", False)
+    assert lines["revision mirror"] == (
+        True,
+        "not used: query services read the local folder",
+        False,
+    )
 
 
 def test_an_answering_upload_api_is_ok(tmp_path: Path) -> None:

@@ -24,6 +24,16 @@ class ServiceSettings(BaseSettings):
     reload_seconds: float = Field(
         default=1.0, gt=0, description="How often new revisions are looked for."
     )
+    object_store_url: str = Field(
+        default="",
+        description=(
+            "The pipeline's CORPUS_OBJECT_STORE_URL. An s3:// store makes this process a replica: "
+            "it pulls each published revision from <store>/published to <home>/published."
+        ),
+    )
+    mirror_poll_seconds: float = Field(
+        default=5.0, gt=0, description="How often a replica looks for a new revision in the store."
+    )
     cache_max_entries: int = Field(default=2048, ge=0)
     cache_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     access_prior_weight: float = Field(

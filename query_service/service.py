@@ -32,7 +32,7 @@ from query_service.config import ServiceSettings
 from query_service.planner import make_navigator, make_planner
 from query_service.records import RunRecorder
 from query_service.revision import NamespaceNotFound, Revision
-from query_service.snapshots import SnapshotManager
+from query_service.snapshots import SnapshotManager, remote_revisions
 from query_service.stats import AccessStats
 
 
@@ -41,7 +41,7 @@ class QueryService:
         self.settings = settings
         self.keys = KeyRing.load(settings.keys_file)
         self.snapshots = snapshots or SnapshotManager(
-            settings.published_dir, settings.reload_seconds
+            settings.published_dir, settings.reload_seconds, remote=remote_revisions(settings)
         )
         self.cache = AnswerCache(settings.cache_max_entries, settings.cache_max_bytes)
         self.stats = AccessStats(settings.published_dir, settings.stats_flush_seconds)

@@ -14,6 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from corpus_pipeline.publish import tables as t
+from corpus_pipeline.publish.mirror import RemoteRevisions
+from corpus_pipeline.storage import ObjectStore
+from query_service.config import ServiceSettings
 from query_service.revision import NamespaceNotFound, Revision, open_revision, read_current_pointer
 
 log = logging.getLogger("corpus.query_service")
@@ -25,8 +28,10 @@ class SnapshotManager:
         published_dir: Path,
         reload_seconds: float = 1.0,
         opener: Callable[[Path, str], Revision] | None = None,
+        remote: RemoteRevisions | None = None,
     ) -> None:
         self.published_dir = published_dir
+        self.remote = remote
         self.reload_seconds = reload_seconds
         self._open = opener or _open_warm
         self._revisions: dict[str, Revision] = {}
@@ -49,7 +54,10 @@ class SnapshotManager:
             self.refresh()
 
     def refresh(self) -> None:
-        """Load every namespace whose CURRENT pointer names a revision not yet served."""
+        """Load every namespace whose CURRENT pointer names a revision not yet served (after
+        pulling new revisions from the object store, on a replica of a shared deployment)."""
+        if self.remote is not None:
+            self.failures.update(self.remote.pull_all())
         if not self.published_dir.is_dir():
             return
         for ns_dir in sorted(self.published_dir.iterdir()):
@@ -93,6 +101,17 @@ class SnapshotManager:
     @property
     def ready(self) -> bool:
         return bool(self._revisions)
+
+
+def remote_revisions(settings: ServiceSettings) -> RemoteRevisions | None:
+    """The store this replica pulls revisions from: the pipeline's S3 object store when one is
+    configured; none when the service reads the pipeline's own folder."""
+    if not settings.object_store_url:
+        return None
+    store = ObjectStore(settings.object_store_url)
+    if store.is_local:
+        return None
+    return RemoteRevisions(store, settings.published_dir, settings.mirror_poll_seconds)
 
 
 def _open_warm(published_dir: Path, namespace: str) -> Revision:

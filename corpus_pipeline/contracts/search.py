@@ -47,6 +47,25 @@ class RevisionPointer(_Model):
     chunks: int = Field(ge=0, description="Unique chunks (after cross-document dedupe).")
 
 
+class RevisionFile(_Model):
+    """One file of a published revision as mirrored in the object store."""
+
+    path: str = Field(description="Where the file lives below the namespace folder on disk.")
+    key: str = Field(description="Its object key below the namespace's remote folder.")
+    size: int = Field(ge=0, description="Bytes; a download of another size is refused.")
+    mutable: bool = Field(
+        default=False, description="Rewritten in place by its writer (always re-copied)."
+    )
+
+
+class RevisionFiles(_Model):
+    """Every file a replica needs to open one revision (written before the remote CURRENT)."""
+
+    namespace: str
+    revision: int = Field(ge=1)
+    files: list[RevisionFile]
+
+
 def _query_has_text(value: str) -> str:
     if not value.strip():
         raise ValueError("query must contain text")

@@ -53,6 +53,8 @@ def corpus_revision(
         metadata[f"{prefix}/published"] = len(report.published)
         metadata[f"{prefix}/removed"] = len(report.removed)
         metadata[f"{prefix}/seconds"] = round(report.seconds, 3)
+        if report.mirrored_files is not None:
+            metadata[f"{prefix}/mirrored_files"] = report.mirrored_files
         context.log.info(
             f"namespace {report.namespace}: revision {pointer.revision}, "
             f"{len(report.published)} published, {len(report.removed)} removed, {report.unchanged} unchanged"

@@ -56,7 +56,7 @@ LANCE_BATCH_ROWS = 20_000
 LANCE_BATCH_BYTES = 64 * 1024 * 1024
 # Above this many keywords the edge step reads every node instead of filtering by keyword.
 EDGE_FILTER_MAX_KEYWORDS = 200
-_LOCK_FILES = {".tantivy-writer.lock", ".tantivy-meta.lock"}
+INDEX_LOCK_FILES = {".tantivy-writer.lock", ".tantivy-meta.lock"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,8 @@ class PublishReport:
     unchanged: int = 0
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    # Files sent to the object store's mirror of the revision (None: no mirror configured).
+    mirrored_files: int | None = None
 
 
 def namespace_dir(published_dir: Path, namespace: str) -> Path:
@@ -314,7 +316,7 @@ def _prepare_index_dir(ns_dir: Path, previous: RevisionPointer | None, revision:
         return target
     target.mkdir(parents=True)
     for item in (ns_dir / previous.tantivy_dir).iterdir():
-        if item.name in _LOCK_FILES:
+        if item.name in INDEX_LOCK_FILES:
             continue
         if item.name.endswith(".json"):
             shutil.copy2(item, target / item.name)
@@ -323,13 +325,13 @@ def _prepare_index_dir(ns_dir: Path, previous: RevisionPointer | None, revision:
     return target
 
 
-def _gc_index_dirs(ns_dir: Path, keep: int) -> None:
+def gc_index_dirs(ns_dir: Path, keep: int) -> None:
     dirs = sorted((ns_dir / "tantivy").glob("rev-*"))
     for old in dirs[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _write_pointer(ns_dir: Path, pointer: RevisionPointer) -> None:
+def write_pointer(ns_dir: Path, pointer: RevisionPointer) -> None:
     revisions = ns_dir / "revisions"
     revisions.mkdir(exist_ok=True)
     data = pointer.model_dump_json(indent=2) + "\n"
@@ -676,8 +678,8 @@ def publish_namespace(
             documents=tables[t.DOCUMENTS].count_rows(),
             chunks=unique_chunks,
         )
-        _write_pointer(ns_dir, pointer)
-        _gc_index_dirs(ns_dir, KEEP_INDEX_REVISIONS)
+        write_pointer(ns_dir, pointer)
+        gc_index_dirs(ns_dir, KEEP_INDEX_REVISIONS)
         return PublishReport(
             namespace=namespace,
             pointer=pointer,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from corpus_pipeline.publish.mirror import push
 from corpus_pipeline.publish.publisher import PublishReport, publish_items_for, publish_namespace
 from corpus_pipeline.settings import CorpusSettings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
@@ -19,11 +20,19 @@ def known_namespaces(settings: CorpusSettings) -> list[str]:
 
 
 def publish(settings: CorpusSettings, namespaces: list[str] | None = None) -> list[PublishReport]:
-    """One new revision per namespace whose documents changed (none when nothing changed)."""
-    registry = SourceRegistry(ObjectStore(settings.object_store))
-    records = registry.records()
+    """One new revision per namespace whose documents changed (none when nothing changed).
+
+    With a remote object store (S3) each namespace's current revision is then mirrored into it
+    for the query replicas, also when nothing changed but an earlier push was cut short.
+    """
+    store = ObjectStore(settings.object_store)
+    records = SourceRegistry(store).records()
     reports = []
     for namespace in namespaces or known_namespaces(settings):
         items = publish_items_for(settings.artifacts_dir, records, namespace)
-        reports.append(publish_namespace(settings.published_dir, namespace, items))
+        report = publish_namespace(settings.published_dir, namespace, items)
+        if not store.is_local:
+            pushed = push(store, settings.published_dir, namespace)
+            report.mirrored_files = pushed.uploaded if pushed else 0
+        reports.append(report)
     return reports
