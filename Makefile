@@ -69,18 +69,25 @@ fix: setup
 ## bench: quality and speed benchmarks, results in benchmarks/results/ (search_latency builds
 ## 10k/100k/1M-chunk corpora: ~20 min and ~12 GB RAM cold, ~1 min cached; BENCH_ARGS=--quick skips 1M;
 ## realworld_ingest ingests ../shared/realworld + ../shared/corpus through `corpus ingest`: ~30-60 min;
-## realworld_quality ingests ../shared/realworld again and asks its 199 questions: ~30 min;
-## ingest_speed: the 20 10-Q filings per stage, then ingested with 1 and 2 workers: ~8 min)
+## realworld_quality ingests ../shared/realworld again (with the local dense model's vectors) and
+## asks its 199 questions, lexical, dense and fused at each weight of the curve: ~45 min;
+## dense_latency: classic search at 100k chunks with and without the dense channel: ~5 min cached;
+## ingest_speed: the 20 10-Q filings per stage, then ingested with 1 and 2 workers: ~8 min;
+## sensor_ingest: 1,000 notes through the inbox sensor and dagster-daemon: ~7 min,
+## SENSOR_DOCUMENTS=N for another count)
+SENSOR_DOCUMENTS ?= 1000
 bench: setup
 	$(BIN)/python -m benchmarks.structure_quality
 	$(BIN)/python -m benchmarks.ingest_speed
 	$(BIN)/python -m benchmarks.search_quality
 	$(BIN)/python -m benchmarks.realworld_ingest
-	$(BIN)/python -m benchmarks.realworld_quality
+	$(BIN)/python -m benchmarks.realworld_quality --dense
 	$(BIN)/python -m benchmarks.search_latency $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.dense_latency
 	$(BIN)/python -m benchmarks.pdf_quality
 	$(BIN)/python -m benchmarks.http_latency
 	$(BIN)/python -m benchmarks.agentic_quality
+	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS)
 
 clean:
 	rm -rf data/runtime .pytest_cache .mypy_cache .ruff_cache

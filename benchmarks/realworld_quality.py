@@ -25,6 +25,7 @@ import argparse
 import html
 import json
 import math
+import os
 import re
 import statistics
 import sys
@@ -63,6 +64,14 @@ CHANNEL_STUDY: dict[str, dict[str, float] | None] = {
     "fused without the page channel": {**DEFAULT_WEIGHTS, "page": 0.0},
     "fused + document prior 0.5": {**DEFAULT_WEIGHTS, "document": 0.5},
     "fused + document prior 1": {**DEFAULT_WEIGHTS, "document": 1.0},
+}
+# With `--dense` (vectors of the local model, issue 17): the dense channel alone and fused at
+# each weight of the curve, scored per group (the weight is chosen on these numbers).
+DENSE_CURVE = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+DENSE_STUDY: dict[str, dict[str, float] | None] = {
+    "lexical (default)": None,
+    "dense only": {"dense": 1.0},
+    **{f"fused + dense {w:g}": {**DEFAULT_WEIGHTS, "dense": w} for w in DENSE_CURVE},
 }
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "doc@10")
 _CHUNK_MARK = re.compile(r"\[chunk ([0-9a-f]+)(?:, pages [0-9,]+)?\]")
@@ -287,13 +296,15 @@ def table(systems: dict[str, dict[str, Row]], groups: Sequence[str]) -> list[str
     return out
 
 
-def run(home: Path, reuse: bool, root: Path) -> Row:
+def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
     questions = load_questions(root)
     docs = root / "docs"
     work = Path(tempfile.mkdtemp(prefix="realworld-quality-"))
     started = time.perf_counter()
     failed: dict[str, str] = {}
     ingest_seconds = None
+    embedding: Row | None = None
+    dense_study: dict[str, dict[str, Row]] = {}
     if not reuse:
         log(f"ingesting {len(list(docs.glob('*.pdf')))} documents into {home} …")
         ingested = ingest_folder(
@@ -304,6 +315,14 @@ def run(home: Path, reuse: bool, root: Path) -> Row:
         )
         failed = ingested.failed
         ingest_seconds = round(time.perf_counter() - started, 1)
+        if ingested.dense is not None:
+            embedding = {
+                "documents": ingested.dense.documents,
+                "chunks": ingested.dense.chunks,
+                "seconds": round(ingested.dense.seconds, 1),
+                "chunks_per_s": round(ingested.dense.chunks / max(ingested.dense.seconds, 1e-9), 1),
+                "errors": ingested.dense.errors,
+            }
     log("naive BM25 floor …")
     floor = naive(docs, questions)
     systems: dict[str, list[Row]] = {"naive BM25": floor}
@@ -321,6 +340,19 @@ def run(home: Path, reuse: bool, root: Path) -> Row:
                 systems["classic"] if weights is None else classic(client, questions, weights)[0]
             )
             channels[name] = score(root, lines, work, f"channel-{len(channels)}")["all"]
+        if dense:
+            for name, weights in DENSE_STUDY.items():
+                lines, took = (
+                    (systems["classic"], [])
+                    if weights is None
+                    else classic(client, questions, weights)
+                )
+                dense_study[name] = score(root, lines, work, f"dense-{len(dense_study)}")
+                if took:
+                    latency[f"classic, {name}"] = {
+                        "p50_ms": percentile(took, 0.5),
+                        "p95_ms": percentile(took, 0.95),
+                    }
     scores = {
         name: score(root, lines, work, name.replace(" ", "_")) for name, lines in systems.items()
     }
@@ -335,6 +367,8 @@ def run(home: Path, reuse: bool, root: Path) -> Row:
         "scores": scores,
         "groups": groups,
         "channel_study": channels,
+        "dense_study": dense_study,
+        "embedding": embedding,
         "structure": structure(home),
         "latency": latency,
         "per_question": {
@@ -351,14 +385,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reuse", action="store_true", help="search --home without ingesting")
     parser.add_argument("--set", type=Path, default=REALWORLD, dest="root")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    parser.add_argument(
+        "--dense",
+        action="store_true",
+        help="ingest with the local dense model (CORPUS_DENSE=local) and study its weight",
+    )
     args = parser.parse_args(argv)
     if args.reuse and args.home is None:
         parser.error("--reuse needs --home")
     home = args.home or Path(tempfile.mkdtemp(prefix="realworld-home-"))
-    result = run(home, args.reuse, args.root)
+    if args.dense:
+        os.environ["CORPUS_DENSE"] = "local"
+    result = run(home, args.reuse, args.root, args.dense)
     print("\n".join(table(result["scores"], result["groups"])))
     print("\nchannel study (classic, all 199 questions):")
     print("\n".join(table({k: {"all": v} for k, v in result["channel_study"].items()}, ["all"])))
+    if result["dense_study"]:
+        groups = [g for g in result["groups"] if g == "all" or g.startswith("type:")]
+        print("\ndense study (classic):")
+        print("\n".join(table(result["dense_study"], groups)))
+        print(f"embedding: {result['embedding']}")
     print(f"\nheadings per document (mean): {result['structure']['mean']}")
     print(f"latency: {result['latency']}")
     if result["failed_documents"]:

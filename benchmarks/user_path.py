@@ -12,11 +12,12 @@ from pathlib import Path
 from types import ModuleType
 
 from corpus_pipeline.ingest import (
+    EmbedOutcome,
     IngestResult,
     PublishOutcome,
     collect_files,
     ingest,
-    publish_namespace_run,
+    publish_batch,
 )
 from corpus_pipeline.settings import CorpusSettings, load_settings
 
@@ -31,6 +32,7 @@ class Ingested:
     namespace: str
     results: list[IngestResult]
     published: PublishOutcome | None
+    dense: EmbedOutcome | None = None  # with CORPUS_DENSE set: the vectors of the batch
 
     @property
     def ok(self) -> dict[str, str]:
@@ -54,7 +56,8 @@ def ingest_folder(
     namespace: str = NAMESPACE,
     on_progress: Callable[[IngestResult], None] | None = None,
 ) -> Ingested:
-    """`corpus ingest` of a flat folder into a fresh CORPUS_HOME, then one publish. `ingest`
+    """`corpus ingest` of a flat folder into a fresh CORPUS_HOME, then its publish (and, with
+    the dense channel on, its vectors and a second publish, as the command does). `ingest`
     takes one password per call, as `--password` does: the files without one go in one call,
     each password's files in another. Results come back in file order."""
     settings = load_settings(home=home, object_store_url="", namespace=namespace)
@@ -68,12 +71,8 @@ def ingest_folder(
         for r in ingest(paths, settings, namespace, on_progress=on_progress, password=password):
             by_path[r.path] = r
     results = [by_path[path] for path, _ in found if path in by_path]
-    published = (
-        publish_namespace_run(settings, namespace)
-        if any(r.status == "ok" for r in results)
-        else None
-    )
-    return Ingested(settings, namespace, results, published)
+    published, dense = publish_batch(settings, namespace, results)
+    return Ingested(settings, namespace, results, published, dense)
 
 
 def load_script(path: Path) -> ModuleType:

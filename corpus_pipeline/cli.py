@@ -57,7 +57,7 @@ def ingest_command(
     password: str | None,
 ) -> None:
     """Store, parse and chunk files or folders; prints one line per file."""
-    from corpus_pipeline.ingest import collect_files, ingest, publish_namespace_run
+    from corpus_pipeline.ingest import collect_files, ingest, publish_batch
 
     settings = _settings(namespace)
     try:
@@ -85,9 +85,7 @@ def ingest_command(
             password=password,
         )
     ns = namespace or settings.namespace
-    published = (
-        publish_namespace_run(settings, ns) if any(r.status == "ok" for r in results) else None
-    )
+    published, dense = publish_batch(settings, ns, results)
     if as_json:
         click.echo(
             json.dumps(
@@ -129,6 +127,14 @@ def ingest_command(
         documents = sum(r.status != "skipped" for r in results)
         console.print(f"{ok}/{documents} documents in namespace '{ns}'")
         console.print(f"artifacts: {settings.artifacts_dir}")
+        if dense is not None:
+            console.print(
+                f"dense: {dense.documents} documents, {dense.chunks} chunk vectors "
+                f"({dense.embedded} embedded now) in {dense.seconds:.1f}s"
+                + "".join(
+                    f"\n[red]not embedded[/] {d}  {escape(m)}" for d, m in dense.errors.items()
+                )
+            )
         if published is not None and published.error is None:
             console.print(
                 f"published: namespace '{ns}' revision {published.revision} ({published.documents} "
@@ -487,8 +493,8 @@ def ingest_api_command(host: str, port: int) -> None:
     """Serve the upload API (POST /v1/documents, GET /v1/jobs/{id}); jobs run in the background."""
     import uvicorn
 
+    from corpus_pipeline.contracts.keys import KeyRing
     from corpus_pipeline.ingest_api import create_ingest_app
-    from query_service.auth import KeyRing
     from query_service.server import is_loopback
 
     settings = _settings()

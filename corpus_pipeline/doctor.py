@@ -50,6 +50,7 @@ def run_checks(settings: CorpusSettings, query_url: str, ingest_url: str) -> Ite
             (f"model: {role}", False, lambda role=role: model_endpoint(settings, role))
             for role in _ROLES
         ],
+        ("dense channel", False, lambda: dense_channel(settings)),
     ]
     for part, required, check in checks:
         try:
@@ -176,3 +177,21 @@ def model_endpoint(settings: CorpusSettings, role: str) -> Check:
     return Check(
         f"model: {role}", ok, f"{config.model} at {host_of(base)}: HTTP {response.status_code}"
     )
+
+
+def dense_channel(settings: CorpusSettings) -> Check:
+    """The vectors' model: off, the local model (loaded and run once), or the endpoint."""
+    part = "dense channel"
+    if settings.dense == "off":
+        return Check(part, True, "off (CORPUS_DENSE; lexical channels only)")
+    if settings.dense == "endpoint":
+        check = model_endpoint(settings, "embeddings")
+        return Check(part, check.ok, f"endpoint: {check.detail}")
+    from corpus_pipeline.embeddings import EmbeddingError, LocalMiniLM
+
+    model = LocalMiniLM()
+    try:
+        model.embed(["corpus doctor"])
+    except EmbeddingError as exc:
+        return Check(part, False, f"local model unusable: {exc}")
+    return Check(part, True, f"local {model.spec.model} ({model.spec.dimension} dimensions)")

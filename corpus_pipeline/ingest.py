@@ -20,13 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.storage.tags import (  # the tags Dagster's own range backfills use
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
 from dagster_shared.error import SerializableErrorInfo
 
 from corpus_pipeline.contracts import Manifest, SourceKind, SourceRecord
 from corpus_pipeline.defs.checks import CHECK_LABELS, describe_problems
-from corpus_pipeline.defs.documents import STEP, document_pipeline
+from corpus_pipeline.defs.documents import FAILED_DOCUMENTS, STEP, document_pipeline
 from corpus_pipeline.defs.jobs import STAGE_TAG
-from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION
+from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION, partition_ranges
 from corpus_pipeline.defs.publish import corpus_revision
 from corpus_pipeline.defs.resources import (
     CorpusRootResource,
@@ -45,6 +49,8 @@ _DEFAULT_DAGSTER_YAML = "telemetry:\n  enabled: false\n"
 # The per-file line says what failed; Dagster's step failures (with tracebacks) stay in the
 # run's event log instead of flooding the terminal.
 _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# A batch is cut into at least this many range runs per worker (see `_tasks`).
+TASKS_PER_WORKER = 4
 logger = logging.getLogger(__name__)
 
 # Step key → the stage named in messages (a stage's own errors name their stage themselves).
@@ -109,7 +115,9 @@ def resources_for(settings: CorpusSettings) -> dict[str, object]:
     return {
         "corpus": CorpusRootResource(home=str(settings.home)),
         "object_store": ObjectStoreResource(url=settings.object_store),
-        "models": ModelSettingsResource(),
+        "models": ModelSettingsResource(
+            dense=settings.dense, embeddings_model=settings.embeddings.model
+        ),
     }
 
 
@@ -117,12 +125,13 @@ def _stage_of(step_key: str) -> str:
     return _STAGES.get(step_key, "pipeline")
 
 
-def _failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
+def _failed_checks(result: dg.ExecuteInProcessResult, document_id: str | None = None) -> list[str]:
     """Failed asset checks in words, e.g. 'section tree invalid: …' (the check's description,
-    else its label and the first problems of its metadata)."""
+    else its label and the first problems of its metadata); of one document's partition when
+    given (a batch run checks many)."""
     messages: list[str] = []
     for evaluation in result.get_asset_check_evaluations():
-        if evaluation.passed:
+        if evaluation.passed or (document_id and evaluation.partition != document_id):
             continue
         if evaluation.description:
             messages.append(evaluation.description)
@@ -223,28 +232,12 @@ class _Runner:
                     instance=self.instance,
                     resources=self.resources,
                     raise_on_error=False,
-                    tags={
-                        "corpus/namespace": namespace,
-                        "corpus/trigger": "cli",
-                        STAGE_TAG: "document",
-                    },
+                    tags=_run_tags(namespace),
                     run_config=_QUIET,
                 )
             checks = _failed_checks(run) if run.success else []
             if run.success and not checks:
-                directory = document_dir(settings, record.document_id)
-                manifest = Manifest.model_validate_json(
-                    (directory / "manifest.json").read_text(encoding="utf-8")
-                )
-                stats = manifest.statistics
-                outcome.status = "ok"
-                outcome.counts = {
-                    "text": stats.text_chunks,
-                    "table": stats.table_chunks,
-                    "image": stats.image_chunks,
-                    "sections": stats.sections,
-                }
-                outcome.skipped = _skipped_parts(directory)
+                self._succeeded(outcome, record)
             elif checks:
                 # A non-blocking check (the committed directory) failed after the commit.
                 outcome.error = checks[0]
@@ -255,6 +248,107 @@ class _Runner:
             outcome.error = str(exc)
         outcome.seconds = time.perf_counter() - started
         return outcome
+
+    def run_range(self, jobs: list[_Job], namespace: str, password: str | None) -> None:
+        """Documents whose partitions are contiguous, in one run over their range: one run's
+        bookkeeping for all of them (`document_pipeline` records each under its partition).
+        A failed document fails alone: its message is in the run failure's metadata."""
+        started = time.perf_counter()
+        ids = [job.record.document_id for job in jobs]
+        try:
+            with contextlib.ExitStack() as stack:
+                for document_id in ids:
+                    stack.enter_context(document_password(document_id, password))
+                run = dg.materialize(
+                    _ASSETS,
+                    instance=self.instance,
+                    resources=self.resources,
+                    raise_on_error=False,
+                    tags={
+                        **_run_tags(namespace),
+                        ASSET_PARTITION_RANGE_START_TAG: ids[0],
+                        ASSET_PARTITION_RANGE_END_TAG: ids[-1],
+                        "corpus/documents": str(len(ids)),
+                    },
+                    run_config=_QUIET,
+                )
+        except CorpusError as exc:
+            for job in jobs:
+                job.result.error = str(exc)
+            return
+        failed = _failed_documents(run)
+        committed = _document_seconds(run)
+        share = (time.perf_counter() - started) / len(jobs)
+        for job in jobs:
+            outcome, document_id = job.result, job.record.document_id
+            outcome.seconds = committed.get(document_id, share)
+            checks = _failed_checks(run, document_id)
+            if checks:
+                outcome.error = checks[0]
+            elif document_id in committed:
+                self._succeeded(outcome, job.record)
+            else:
+                outcome.error = failed.get(document_id) or _failure_message(run)
+                shutil.rmtree(self.settings.work_dir / document_id, ignore_errors=True)
+
+    def run_task(
+        self, groups: list[list[_Job]], namespace: str, password: str | None
+    ) -> list[tuple[int, IngestResult]]:
+        """One task of a batch: the first file of each document (one range run, or a plain run
+        when alone), then any further copies of the same content one by one."""
+        firsts = [group[0] for group in groups]
+        if len(firsts) == 1:
+            self.run(firsts[0], namespace, password)
+        else:
+            self.run_range(firsts, namespace, password)
+        for job in (job for group in groups for job in group[1:]):
+            self.run(job, namespace, password)
+        return [(job.index, job.result) for group in groups for job in group]
+
+    def _succeeded(self, outcome: IngestResult, record: SourceRecord) -> None:
+        directory = document_dir(self.settings, record.document_id)
+        manifest = Manifest.model_validate_json(
+            (directory / "manifest.json").read_text(encoding="utf-8")
+        )
+        stats = manifest.statistics
+        outcome.status = "ok"
+        outcome.counts = {
+            "text": stats.text_chunks,
+            "table": stats.table_chunks,
+            "image": stats.image_chunks,
+            "sections": stats.sections,
+        }
+        outcome.skipped = _skipped_parts(directory)
+
+
+def _run_tags(namespace: str) -> dict[str, str]:
+    return {"corpus/namespace": namespace, "corpus/trigger": "cli", STAGE_TAG: "document"}
+
+
+def _failed_documents(result: dg.ExecuteInProcessResult) -> dict[str, str]:
+    """{document id: message} of the documents a range run reports failed."""
+    for event in result.all_events:
+        data = event.step_failure_data if event.is_step_failure else None
+        if data is None or data.user_failure_data is None:
+            continue
+        entry = data.user_failure_data.metadata.get(FAILED_DOCUMENTS)
+        if entry is not None and isinstance(entry.value, dict):
+            return {str(k): str(v) for k, v in entry.value.items()}
+    return {}
+
+
+def _document_seconds(result: dg.ExecuteInProcessResult) -> dict[str, float]:
+    """Seconds of each document whose directory the run committed (its manifest's
+    materialisation, partition by partition)."""
+    seconds: dict[str, float] = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        if materialization.asset_key.to_user_string() != "document_manifest":
+            continue
+        value = materialization.metadata.get("document_seconds")
+        if materialization.partition is not None:
+            seconds[materialization.partition] = float(value.value) if value else 0.0  # type: ignore[arg-type]
+    return seconds
 
 
 _ASSETS = [document_pipeline]
@@ -307,12 +401,26 @@ def publish_registered(namespace: str) -> PublishOutcome:
 
 
 def _run_in_worker(
-    jobs: list[_Job], namespace: str, password: str | None
+    groups: list[list[_Job]], namespace: str, password: str | None
 ) -> list[tuple[int, IngestResult]]:
-    """A pool worker's task: one document's files (identical content shares a partition, so
-    its copies run one after the other, never side by side)."""
+    """A pool worker's task: documents in one range run (identical content shares a
+    partition, so further copies run after it, never side by side)."""
     assert _WORKER is not None, "worker not initialised"
-    return [(job.index, _WORKER.run(job, namespace, password)) for job in jobs]
+    return _WORKER.run_task(groups, namespace, password)
+
+
+def _tasks(groups: list[list[_Job]], order: list[str], workers: int) -> list[list[list[_Job]]]:
+    """The batch as tasks: documents contiguous in the partition order, `TASKS_PER_WORKER`
+    tasks per worker at least (small tasks keep both workers busy to the end and progress
+    moving), largest documents first."""
+    by_id = {group[0].record.document_id: group for group in groups}
+    ranges = partition_ranges(order, list(by_id), runs=workers * TASKS_PER_WORKER)
+    tasks = []
+    for first, _, count in ranges:
+        start = order.index(first)
+        tasks.append([by_id[key] for key in order[start : start + count]])
+    tasks.sort(key=lambda task: -max(group[0].record.size_bytes for group in task))
+    return tasks
 
 
 def ingest(
@@ -332,38 +440,40 @@ def ingest(
     ns = namespace or settings.namespace
     files = collect_files(paths)
     workers = min(settings.ingest_workers, len(files))
+    # Opened (and on a fresh home created) before any worker opens it: two processes creating
+    # one SQLite instance at once leave its schema with two migration heads.
+    instance = dagster_instance(settings)
     with contextlib.ExitStack() as stack:
         pool = None
         if workers > 1:
-            # Started first, so the workers import and build their Dagster handles while the
-            # files are stored below (seconds that would otherwise open every batch).
+            # Started before the files are stored, so the workers import and build their
+            # Dagster handles meanwhile (seconds that would otherwise open every batch).
             context = multiprocessing.get_context("spawn")  # no Dagster threads inherited
             pool = stack.enter_context(
                 ProcessPoolExecutor(workers, context, _start_worker, (settings,))
             )
             for _ in range(workers):
                 pool.submit(_ready)
-        instance = dagster_instance(settings)
         results, groups = _register(
             files, instance, settings, ns, organizational_unit, on_progress, password
         )
+        order = list(instance.get_dynamic_partitions(DOCUMENTS_PARTITION))
+        tasks = _tasks(groups, order, workers)
         if pool is None:
             runner = _Runner(settings, instance, resources_for(settings))
-            for group in groups:
-                for job in group:
-                    results[job.index] = runner.run(job, ns, password)
+            for task in tasks:
+                for index, outcome in runner.run_task(task, ns, password):
+                    results[index] = outcome
                     if on_progress is not None:
-                        on_progress(results[job.index])
+                        on_progress(outcome)
             return results
-        # Largest documents first: the batch then ends on small ones, both workers busy.
-        groups.sort(key=lambda group: -group[0].record.size_bytes)
-        pending = {pool.submit(_run_in_worker, group, ns, password): group for group in groups}
+        pending = {pool.submit(_run_in_worker, task, ns, password): task for task in tasks}
         for future in as_completed(pending):
             try:
                 done = future.result()
             except Exception as exc:  # a pool worker died (killed, out of memory): its files fail
                 logger.exception("ingest worker failed")
-                done = [(job.index, job.result) for job in pending[future]]
+                done = [(job.index, job.result) for group in pending[future] for job in group]
                 for _, outcome in done:
                     outcome.error = f"ingest worker failed ({type(exc).__name__})"
             for index, outcome in done:
@@ -413,7 +523,10 @@ def _register(
             outcome.seconds = time.perf_counter() - started
             if on_progress is not None:
                 on_progress(outcome)
+    # New partitions are added largest document first, so a range of them is a task whose
+    # documents are alike in size and the batch starts with the longest ones.
     new = [d for d in by_document if not instance.has_dynamic_partition(DOCUMENTS_PARTITION, d)]
+    new.sort(key=lambda d: -by_document[d][0].record.size_bytes)
     if new:
         instance.add_dynamic_partitions(DOCUMENTS_PARTITION, new)
     return results, list(by_document.values())
@@ -465,3 +578,62 @@ def publish_namespace_run(settings: CorpusSettings, namespace: str) -> PublishOu
     if pointer is None:
         return PublishOutcome(namespace, None, 0, 0, None)
     return PublishOutcome(namespace, pointer.revision, pointer.documents, pointer.chunks)
+
+
+@dataclass
+class EmbedOutcome:
+    documents: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    seconds: float = 0.0
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def embed_documents_run(settings: CorpusSettings, document_ids: list[str]) -> EmbedOutcome:
+    """Materialise `document_embeddings` for committed documents (ranges of their partitions,
+    in this process), after their lexical revision is published; the caller publishes again."""
+    from corpus_pipeline.defs.embeddings import document_embeddings
+
+    started = time.perf_counter()
+    outcome = EmbedOutcome()
+    instance = dagster_instance(settings)
+    order = list(instance.get_dynamic_partitions(DOCUMENTS_PARTITION))
+    for first, last, _ in partition_ranges(order, document_ids, runs=1):
+        run = dg.materialize(
+            [document_embeddings],
+            instance=instance,
+            resources=resources_for(settings),
+            raise_on_error=False,
+            tags={
+                ASSET_PARTITION_RANGE_START_TAG: first,
+                ASSET_PARTITION_RANGE_END_TAG: last,
+                "corpus/trigger": "cli",
+                STAGE_TAG: "embedding",
+            },
+            run_config=_QUIET,
+        )
+        for event in run.get_asset_materialization_events():
+            metadata = event.step_materialization_data.materialization.metadata
+            outcome.documents += 1
+            outcome.chunks += int(metadata["chunks"].value)  # type: ignore[arg-type]
+            outcome.embedded += int(metadata["embedded"].value)  # type: ignore[arg-type]
+        if not run.success:
+            failed = _failed_documents(run)
+            outcome.errors.update(failed or {f"{first}..{last}": _failure_message(run)})
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def publish_batch(
+    settings: CorpusSettings, namespace: str, results: list[IngestResult]
+) -> tuple[PublishOutcome | None, EmbedOutcome | None]:
+    """Publish a batch's namespace once (searchable lexically now); with the dense channel on,
+    then embed its documents and publish again, so the vectors follow in the next revision."""
+    ok = list(dict.fromkeys(r.document_id for r in results if r.status == "ok" and r.document_id))
+    if not ok:
+        return None, None
+    published = publish_namespace_run(settings, namespace)
+    if settings.dense == "off" or published.error is not None:
+        return published, None
+    dense = embed_documents_run(settings, ok)
+    return publish_namespace_run(settings, namespace), dense

@@ -29,12 +29,12 @@ from fastapi.responses import JSONResponse
 
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.contracts.jobs import IngestionStatus, Job, QueuedFile, UploadResponse
+from corpus_pipeline.contracts.keys import KeyRing, Principal, api_key_from
 from corpus_pipeline.door import Refused, deliveries, safe_name
 from corpus_pipeline.errors import CorpusError
 from corpus_pipeline.jobs import JobStore
 from corpus_pipeline.settings import CorpusSettings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
-from query_service.auth import KeyRing, Principal, api_key_from
 
 MIB = 1024 * 1024
 logger = logging.getLogger(__name__)
@@ -66,15 +66,25 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        thread = None
+        # `ingest_workers` workers, each a thread with its own ingest process: documents are
+        # processed side by side (publishing stays serialised by the namespace's lock). The
+        # Dagster instance is created here first: worker processes creating a fresh SQLite
+        # instance at the same time would leave it with two migration heads.
         if worker:
-            thread = threading.Thread(
-                target=_work, args=(settings, jobs, stop), name="corpus-ingest", daemon=True
+            from corpus_pipeline.ingest import dagster_instance
+
+            dagster_instance(settings)
+        threads = [
+            threading.Thread(
+                target=_work, args=(settings, jobs, stop), name=f"corpus-ingest-{n}", daemon=True
             )
+            for n in range(settings.ingest_workers if worker else 0)
+        ]
+        for thread in threads:
             thread.start()
         yield
         stop.set()
-        if thread is not None:
+        for thread in threads:
             thread.join(timeout=60)
 
     app = FastAPI(title="corpus ingest API", lifespan=lifespan)
@@ -215,7 +225,8 @@ async def _read_capped(upload: UploadFile, name: str, limit: int) -> bytes:
 
 
 def _work(settings: CorpusSettings, jobs: JobStore, stop: threading.Event) -> None:
-    """Jobs in order, each document in the ingest worker process, then its namespace published.
+    """Jobs in order, each document in this worker's ingest process, then its namespace
+    published (one of `ingest_workers` such workers).
 
     Blocking work never runs on the request loop: this is its own thread, and the Dagster run
     is in a separate (spawned) process, like a `corpus ingest` batch's."""
@@ -225,6 +236,10 @@ def _work(settings: CorpusSettings, jobs: JobStore, stop: threading.Event) -> No
     while not stop.is_set():  # a worker process that died (killed, out of memory) is replaced
         with ProcessPoolExecutor(1, context, ingest._start_worker, (settings,)) as pool:
             while not stop.is_set():
+                try:  # a process that died while idle is replaced before it is given a job
+                    pool.submit(ingest._ready).result()
+                except BrokenProcessPool:
+                    break
                 job = jobs.claim()
                 if job is None:
                     stop.wait(0.5)

@@ -90,11 +90,14 @@ class JobStore:
         return Job(**dict(row)) if row else None
 
     def claim(self) -> Job | None:
-        """The oldest queued job, now `processing`; None when nothing is queued."""
+        """The oldest queued job, now `processing`; None when nothing is queued. A job whose
+        document another worker is processing waits (one document's partition is never run
+        twice side by side). Atomic: workers in any thread or process never claim one job twice."""
         with self._connect() as db:
             row = db.execute(
                 "update jobs set status = 'processing', started_at = ? where job_id = ("
-                " select job_id from jobs where status = 'queued'"
+                " select job_id from jobs where status = 'queued' and document_id not in"
+                " (select document_id from jobs where status = 'processing')"
                 " order by created_at, job_id limit 1) returning *",
                 (_now(),),
             ).fetchone()

@@ -85,6 +85,10 @@ class CorpusSettings(BaseSettings):
     image_description: LLMRole = Field(default_factory=LLMRole)
     ocr: LLMRole = Field(default_factory=LLMRole)
     classification: LLMRole = Field(default_factory=LLMRole)
+    # Dense channel (issue 17): off, the local ONNX model, or the `embeddings` role's endpoint.
+    dense: Literal["off", "local", "endpoint"] = "off"
+    embeddings: LLMRole = Field(default_factory=LLMRole)
+    embeddings_dimension: int = Field(default=1536, gt=0)
 
     @field_validator("home", mode="after")
     @classmethod

@@ -7,8 +7,12 @@ import shutil
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.definitions.unresolved_asset_job_definition import (
+    UnresolvedAssetJobDefinition,  # not exported by dagster
+)
 
 from corpus_pipeline.definitions import defs
+from corpus_pipeline.defs.partitions import DOCUMENTS_PER_RUN
 from corpus_pipeline.defs.versions import code_version
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,3 +44,43 @@ def test_the_instance_limits_document_runs_and_retries_dead_runs_once(tmp_path: 
         (limit["key"], limit.get("value"), limit["limit"]) for limit in queue.tag_concurrency_limits
     ]
     assert limits == [("corpus/stage", "document", 2)]
+
+
+def test_the_code_location_holds_every_object_its_modules_define() -> None:
+    """The location lists its objects (discovery is slow); a new asset, job or sensor in a
+    `defs/` module that is not listed fails here."""
+    import importlib
+    import pkgutil
+
+    import corpus_pipeline.defs as package
+
+    found: dict[type, set[str]] = {dg.SensorDefinition: set(), dg.AssetsDefinition: set()}
+    jobs: set[str] = set()
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, dg.SensorDefinition):
+                found[dg.SensorDefinition].add(value.name)
+            elif isinstance(value, dg.AssetsDefinition):
+                found[dg.AssetsDefinition] |= {k.to_user_string() for k in value.keys}
+            elif isinstance(value, UnresolvedAssetJobDefinition):
+                jobs.add(value.name)
+    repository = defs().get_repository_def()
+    assert found[dg.SensorDefinition] == {s.name for s in repository.sensor_defs}
+    assert found[dg.AssetsDefinition] == {
+        k.to_user_string() for k in repository.asset_graph.get_all_asset_keys()
+    }
+    assert jobs and jobs <= {j.name for j in repository.get_all_jobs()}
+    assert len(repository.asset_graph.asset_check_keys) == 3
+    assert set(repository.get_top_level_resources()) == {"corpus", "object_store", "models"}
+
+
+def test_a_document_run_executes_its_one_step_in_the_run_process() -> None:
+    job = defs().resolve_job_def("reprocess_documents")
+    assert job.executor_def.name == "in_process"
+
+
+def test_a_backfill_of_many_documents_runs_them_in_ranges() -> None:
+    step = defs().resolve_assets_def("document_manifest")
+    policy = step.backfill_policy
+    assert policy is not None and policy.max_partitions_per_run == DOCUMENTS_PER_RUN

@@ -40,6 +40,17 @@ def test_a_fresh_embedded_home_passes_its_required_parts(tmp_path: Path) -> None
         "not used: query services read the local folder",
         False,
     )
+    assert lines["dense channel"] == (True, "off (CORPUS_DENSE; lexical channels only)", False)
+
+
+def test_the_local_dense_model_is_loaded_and_run_once(tmp_path: Path) -> None:
+    settings = load_settings(home=tmp_path / "home", dense="local")
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    assert _lines(settings, nowhere, nowhere)["dense channel"] == (
+        True,
+        "local all-MiniLM-L6-v2-onnx-int8 (384 dimensions)",
+        False,
+    )
 
 
 def test_an_answering_upload_api_is_ok(tmp_path: Path) -> None:

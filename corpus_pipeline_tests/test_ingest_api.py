@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
+from corpus_pipeline.contracts.keys import hash_key
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.settings import CorpusSettings, load_settings
 from corpus_pipeline.storage import ObjectStore, SourceRegistry
-from query_service.auth import hash_key
 from query_service.classic import classic_search
 from query_service.revision import open_revision
 

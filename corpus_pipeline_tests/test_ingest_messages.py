@@ -7,13 +7,15 @@ import json
 import logging
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from corpus_pipeline import pipeline, validation
 from corpus_pipeline.cli import _skipped_note
 from corpus_pipeline.defs import documents
 from corpus_pipeline.errors import ParseLimitError, format_mebibytes, sanitize
-from corpus_pipeline.ingest import _skipped_parts, ingest
+from corpus_pipeline.ingest import _skipped_parts, dagster_instance, ingest
+from corpus_pipeline.settings import load_settings
 
 NOTES = "# Ducks\n\nMallards dabble.\n\n# Geese\n\nGeese graze on grass.\n"
 
@@ -155,3 +157,51 @@ def test_the_ingest_line_counts_the_parts_a_document_lost(tmp_path):
     assert _skipped_note(skipped) == "; 3 parts skipped: image ×2, table ×1"
     assert _skipped_note({}) == ""
     assert _skipped_parts(tmp_path / "missing") == {}
+
+
+def _five_notes(tmp_path: Path) -> list[Path]:
+    paths = []
+    for name in "abcde":
+        path = tmp_path / f"{name}.md"
+        path.write_text(f"# Note {name}\n\nMallards dabble in pond {name}.\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.slow
+def test_in_a_range_run_a_failing_document_fails_alone_with_its_own_message(tmp_path, monkeypatch):
+    run_nav = pipeline.run_nav
+
+    def nav_failing_on_c(document_id: str, *args: object, **kwargs: object) -> object:
+        if document_id.startswith("c-md-"):
+            raise ValueError("cannot place section 3")
+        return run_nav(document_id, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "run_nav", nav_failing_on_c)
+    settings = load_settings(home=tmp_path / "home", ingest_workers=1)
+    results = ingest(_five_notes(tmp_path), settings)
+    assert [r.status for r in results] == ["ok", "ok", "failed", "ok", "ok"]
+    assert results[2].error == (
+        "nav failed: unexpected internal error (ValueError: cannot place section 3)"
+    )
+    runs = dagster_instance(settings).get_runs(dg.RunsFilter(tags={"corpus/trigger": "cli"}))
+    assert len(runs) < 5, "five documents in fewer runs (ranges of partitions)"
+    assert all(r.seconds > 0 for r in results)
+
+
+@pytest.mark.slow
+def test_in_a_range_run_a_failed_directory_check_is_that_documents_error(tmp_path, monkeypatch):
+    check = validation.check_manifest
+
+    def check_failing_on_d(directory: Path) -> list[str]:
+        return (
+            ["manifest lists 3 files, found 2"]
+            if directory.name.startswith("d-md-")
+            else check(directory)
+        )
+
+    monkeypatch.setattr(validation, "check_manifest", check_failing_on_d)
+    settings = load_settings(home=tmp_path / "home", ingest_workers=1)
+    results = ingest(_five_notes(tmp_path), settings)
+    assert [r.status for r in results] == ["ok", "ok", "ok", "failed", "ok"]
+    assert results[3].error == "document directory invalid: manifest lists 3 files, found 2"

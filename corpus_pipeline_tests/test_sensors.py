@@ -59,6 +59,28 @@ def test_new_files_are_stored_and_requested_one_run_per_document(inbox: Path, tm
     assert sorted(json.loads(result.cursor or "{}")["files"]) == ["blob.bin", "q1/notes.md"]
 
 
+def test_many_new_files_are_requested_as_range_runs_over_their_partitions(
+    inbox: Path, tmp_path: Path
+):
+    for i in range(4):
+        (inbox / f"more-{i}.md").write_text(f"# Note {i}\n\nGoldeneyes dive {i} times.\n")
+    result = _tick(tmp_path / "home")
+    [added] = result.dynamic_partitions_requests or []
+    keys = list(added.partition_keys)
+    assert len(keys) == 5
+    runs = result.run_requests or []
+    assert len(runs) == 2, "five documents spread over the two document slots"
+    covered: list[str] = []
+    for run in runs:
+        tags = run.tags
+        first = keys.index(tags["dagster/asset_partition_range_start"])
+        last = keys.index(tags["dagster/asset_partition_range_end"])
+        assert int(tags["corpus/documents"]) == last - first + 1
+        covered += keys[first : last + 1]
+    assert sorted(covered) == sorted(keys)
+    assert len({run.run_key for run in runs}) == 2
+
+
 def test_an_unchanged_inbox_is_a_skipped_tick_with_its_counts(inbox: Path, tmp_path: Path):
     first = _tick(tmp_path / "home")
     again = _tick(tmp_path / "home", first.cursor)
@@ -114,3 +136,48 @@ def test_the_publish_sensor_publishes_once_after_document_runs(tmp_path: Path):
     assert publish.run_config["ops"]["corpus_revision"]["config"]["namespaces"] == ["birds"]
     again: Any = publish_sensor(dg.build_sensor_context(instance=instance, cursor=fired.cursor))
     assert not again.run_requests
+
+
+def _embeddings_tick(home: Path, dense: str, cursor: str | None = None) -> Any:
+    from corpus_pipeline.defs.sensors import embeddings_sensor
+
+    instance = dagster_instance(load_settings(home=home))
+    context = dg.build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        resources={
+            "corpus": CorpusRootResource(home=str(home)),
+            "object_store": ObjectStoreResource(),
+            "models": ModelSettingsResource(dense=dense),
+        },
+    )
+    return embeddings_sensor(context)
+
+
+@pytest.mark.slow
+def test_finished_document_runs_are_embedded_over_the_same_partitions(tmp_path: Path):
+    notes = []
+    for i in range(5):
+        note = tmp_path / f"n{i}.md"
+        note.write_text(f"# Note {i}\n\nGoldeneyes dive {i} times a minute.\n")
+        notes.append(note)
+    home = tmp_path / "home"
+    results = ingest(notes, load_settings(home=home, ingest_workers=1))
+    assert all(r.status == "ok" for r in results)
+    off = _embeddings_tick(home, "off")
+    assert not off.run_requests and off.skip_reason.skip_message.startswith("the dense channel")
+    on = _embeddings_tick(home, "local")
+    covered: set[str] = set()
+    instance = dagster_instance(load_settings(home=home))
+    order = list(instance.get_dynamic_partitions("documents"))
+    for request in on.run_requests:
+        assert request.job_name == "embed_documents"
+        assert request.tags["corpus/stage"] == "embedding"
+        if request.partition_key:
+            covered.add(request.partition_key)
+        else:
+            first = order.index(request.tags["dagster/asset_partition_range_start"])
+            last = order.index(request.tags["dagster/asset_partition_range_end"])
+            covered |= set(order[first : last + 1])
+    assert covered == {r.document_id for r in results}
+    assert not _embeddings_tick(home, "local", on.cursor).run_requests, "each run embedded once"

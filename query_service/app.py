@@ -35,9 +35,9 @@ from corpus_pipeline.contracts.api import (
     ReadRequest,
     ReadResponse,
 )
+from corpus_pipeline.contracts.keys import Principal, api_key_from
 from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
 from query_service.agentic import BudgetTooSmall
-from query_service.auth import Principal, api_key_from
 from query_service.config import ServiceSettings
 from query_service.revision import NamespaceNotFound
 from query_service.service import QueryService

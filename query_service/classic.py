@@ -25,6 +25,7 @@ from corpus_pipeline.contracts.search import (
 )
 from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.index import channels as ch
+from query_service.dense import dense_ranking
 from query_service.documents import name_words
 from query_service.fusion import weighted_rrf
 from query_service.instructions import search_text
@@ -49,6 +50,8 @@ _CONTENT_WORDS_ONLY = {"path", "term"}
 UBIQUITOUS_SHARE = 0.5
 PATH_MIN_SHARE = 0.35
 MIN_DEPTH = 50
+# Chunks the dense channel ranks (its hits are mapped into the index one by one).
+DENSE_DEPTH = 100
 # The document channel: the best chunks of the PRIOR_DOCUMENTS documents whose cards match the
 # query's name-like terms (on at most NAME_SHARE of the cards), best document first.
 PRIOR_DOCUMENTS = 5
@@ -343,6 +346,19 @@ def payload_for_chunk(revision: Revision, chunk_id: str) -> dict[str, Any] | Non
     return _payload(revision, hits[0][1]) if hits else None
 
 
+def _chunk_address(
+    searcher: tantivy.Searcher, chunk_id: str, type_filter: tantivy.Query | None
+) -> tantivy.DocAddress | None:
+    """Where a chunk is in the index, if the request's filter admits it."""
+    query = tantivy.Query.term_query(ch.schema(), ch.F_CHUNK_ID, chunk_id)
+    if type_filter is not None:
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, query), (tantivy.Occur.Must, type_filter)]
+        )
+    hits = searcher.search(query, 1, count=False).hits
+    return hits[0][1] if hits else None
+
+
 def _payload(revision: Revision, address: tantivy.DocAddress) -> dict[str, Any]:
     return ch.decode_stored(revision.searcher.doc(address)[ch.F_STORED][0])
 
@@ -390,7 +406,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         terms = {
             channel: shape_query(channel, query_text)
             for channel in CHANNELS
-            if weights.get(channel, 0) > 0 and channel not in ("document", "page")
+            if weights.get(channel, 0) > 0 and channel not in ("document", "page", "dense")
         }
         labels = label_phrases(query_text)
         pages = (
@@ -400,6 +416,9 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         )
         page_terms = (terms.get("content") or shape_query("content", query_text)) if pages else []
         older = superseded_documents(revision) if asks_for_latest(query_text) else frozenset()
+        dense: list[tuple[str, float]] = []
+        if weights.get("dense", 0) > 0:
+            dense = dense_ranking(revision, query_text, DENSE_DEPTH)
         documents: list[str] = []
         if weights.get("document", 0) > 0:
             names = name_words(query_text)
@@ -457,6 +476,18 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                     addresses[key] = address
                     ranked["page"].append(key)
                 channel_scores["page"] = [round(score, 5) for score, _ in hits]
+            if dense:
+                # The chunks nearest the query's vector, each found in the index under the same
+                # filter as every other channel (a filtered-out chunk never comes back here).
+                ranked["dense"] = []
+                channel_scores["dense"] = []
+                for chunk_id, score in dense[:depth]:
+                    found = _chunk_address(searcher, chunk_id, type_filter)
+                    if found is not None:
+                        key = (found.segment_ord, found.doc)
+                        addresses[key] = found
+                        ranked["dense"].append(key)
+                        channel_scores["dense"].append(round(score, 5))
             if documents and terms.get("content"):
                 # The best chunks of the documents the query names, document by document.
                 keys = []

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from query_service.auth import create_local_key
+from corpus_pipeline.contracts.keys import create_local_key
 from query_service.config import ServiceSettings
 from query_service.server import UnsafeBinding, default_workers, serve, serve_stdio
 

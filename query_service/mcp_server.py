@@ -15,8 +15,8 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.api import ReadRef, ReadRequest
+from corpus_pipeline.contracts.keys import Principal
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
-from query_service.auth import Principal
 from query_service.service import QueryService
 
 INSTRUCTIONS = """\

@@ -7,7 +7,7 @@ import logging
 import os
 from typing import Any
 
-from query_service.auth import KeyRing, Principal
+from corpus_pipeline.contracts.keys import KeyRing, Principal
 from query_service.config import ServiceSettings
 
 log = logging.getLogger("corpus.query_service")

@@ -22,10 +22,10 @@ from corpus_pipeline.contracts.api import (
     ReadRequest,
     ReadResponse,
 )
+from corpus_pipeline.contracts.keys import KeyRing, Principal
 from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
 from query_service import store
 from query_service.agentic import agentic_search
-from query_service.auth import KeyRing, Principal
 from query_service.cache import AnswerCache, CacheKey
 from query_service.classic import classic_search
 from query_service.config import ServiceSettings

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from corpus_pipeline.contracts.artifacts import ChunkType
 
-CHANNELS = ("path", "content", "term", "document", "page")
+CHANNELS = ("path", "content", "term", "document", "page", "dense")
 # The document channel (the best chunks of the documents whose file name, title and opening page
 # match the query's names) stays off: it helps the real-world set's filings and hurts the
 # development questions (README: the sweep on both). The page channel (the chunks printed on a
@@ -23,6 +23,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "term": 1.5,
     "document": 0.0,
     "page": 3.0,
+    "dense": 0.0,
 }
 RRF_K = 60
 
@@ -142,7 +143,8 @@ class SearchRequest(_Model):
     weights: dict[str, float] | None = Field(
         default=None,
         description="Channel weights; default path 1, content 2, term 1.5, document 0 (off), "
-        "page 3 (only for a question that names a page).",
+        "page 3 (only for a question that names a page), dense 0 (off; used only when the "
+        "revision holds vectors).",
     )
 
     @field_validator("weights")

@@ -12,9 +12,14 @@ from corpus_pipeline.defs.documents import GROUP
 
 STAGE_TAG = "corpus/stage"
 
+# A document is one step (the multi-asset with its checks), so the run executes it in its own
+# process: the multiprocess executor would start a second process per document only to load the
+# definitions again (measured by benchmarks/sensor_ingest.py). Documents run in parallel as runs
+# (the queue's document slots), not as steps.
 reprocess_documents = dg.define_asset_job(
     "reprocess_documents",
     selection=dg.AssetSelection.groups(GROUP),
+    executor_def=dg.in_process_executor,
     tags={STAGE_TAG: "document"},
     description="Re-parse and re-commit the selected document partitions (e.g. the stale ones).",
 )
@@ -24,4 +29,14 @@ publish_revision = dg.define_asset_job(
     selection=dg.AssetSelection.assets("corpus_revision"),
     tags={STAGE_TAG: "publish"},
     description="Publish one consistent revision of the namespaces' documents.",
+)
+
+# Dense vectors of the selected documents (e.g. all of them after a model change); never part of
+# the document job, so the lexical revision never waits for them.
+embed_documents = dg.define_asset_job(
+    "embed_documents",
+    selection=dg.AssetSelection.groups("dense"),
+    executor_def=dg.in_process_executor,
+    tags={STAGE_TAG: "embedding"},
+    description="Embed the selected document partitions into the configured vector space.",
 )

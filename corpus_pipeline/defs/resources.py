@@ -35,6 +35,10 @@ class ModelSettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     image_description_model: str = ""
     ocr_model: str = ""
     classification_model: str = ""
+    dense: str = Field(
+        default="", description="CORPUS_DENSE override (off, local, endpoint); empty = environment."
+    )
+    embeddings_model: str = ""
 
 
 def resolve_settings(
@@ -45,7 +49,18 @@ def resolve_settings(
     updates: dict[str, object] = {}
     if store.url:
         updates["object_store_url"] = store.url
-    for role in ("summary", "hierarchy", "image_description", "ocr", "classification"):
+    if models.dense:
+        if models.dense not in ("off", "local", "endpoint"):
+            raise ValueError(f"models.dense: '{models.dense}' is not one of off, local, endpoint")
+        updates["dense"] = models.dense
+    for role in (
+        "summary",
+        "hierarchy",
+        "image_description",
+        "ocr",
+        "classification",
+        "embeddings",
+    ):
         model = getattr(models, f"{role}_model")
         if model:
             updates[role] = getattr(base, role).model_copy(update={"model": model})

@@ -2,8 +2,8 @@
 
 `inbox_sensor` lists `CORPUS_INBOX_DIR` (the embedded default `data/inbox/`) each tick, plans the
 sync from content hashes (`sync.plan_sync`, mode `CORPUS_INBOX_MODE`), admits and stores new and
-changed files (`door.admit`, then the registry) and requests one `reprocess_documents` run per
-document partition; a file that vanished from a complete listing is forgotten and the namespace
+changed files (`door.admit`, then the registry) and requests `reprocess_documents` runs over
+contiguous ranges of their partitions (up to `DOCUMENTS_PER_RUN` documents each); a file that vanished from a complete listing is forgotten and the namespace
 republished. Each tick's counts (ingested, updated, skipped, failed, removed) are its log line and,
 when nothing is to do, its skip reason in the UI. `publish_sensor` requests one
 `publish_revision` run when document runs have finished since the last publish and none is
@@ -12,16 +12,30 @@ queued or running, so a backfill of many partitions publishes once, at its end.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
+from dagster._core.storage.tags import (  # the tags Dagster's own range backfills use
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
 
 from corpus_pipeline.contracts import SourceKind
-from corpus_pipeline.defs.jobs import STAGE_TAG, publish_revision, reprocess_documents
-from corpus_pipeline.defs.partitions import documents_partitions
+from corpus_pipeline.defs.jobs import (
+    STAGE_TAG,
+    embed_documents,
+    publish_revision,
+    reprocess_documents,
+)
+from corpus_pipeline.defs.partitions import (
+    DOCUMENTS_PARTITION,
+    documents_partitions,
+    partition_ranges,
+)
 from corpus_pipeline.defs.resources import (
     CorpusRootResource,
     ModelSettingsResource,
@@ -62,7 +76,7 @@ def _cursor_entries(cursor: str | None, root: Any) -> dict[str, FolderEntry]:
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,  # `make dev` watches data/inbox/ at once
     description="Syncs the inbox folder into the corpus: new and changed files are stored and "
-    "processed (one run per document), vanished ones removed; counts per tick in its log.",
+    "processed (batched runs over their partitions), vanished ones removed; counts per tick in its log.",
 )
 def inbox_sensor(
     context: dg.SensorEvaluationContext,
@@ -133,6 +147,7 @@ class _Tick:
     complete: bool
     requests: list[dg.RunRequest] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)  # document id → content sha256
     failed: int = 0
     removed: int = 0
 
@@ -165,7 +180,7 @@ def _apply(
     label: str,
     complete: bool,
 ) -> _Tick:
-    """Admit and store new and changed addresses (one run request per document), forget the
+    """Admit and store new and changed addresses (batched into range runs), forget the
     removed ones (and request a publish without them)."""
     registry = registry_for(settings)
     ns = settings.namespace
@@ -180,14 +195,12 @@ def _apply(
             context.log.warning(f"{label}: {address} not ingested: {exc}")
             continue
         tick.added.append(record.document_id)
-        tick.requests.append(
-            dg.RunRequest(
-                run_key=f"{record.document_id}:{record.sha256}",
-                job_name=reprocess_documents.name,
-                partition_key=record.document_id,
-                tags={"corpus/namespace": ns, "corpus/trigger": label, STAGE_TAG: "document"},
-            )
-        )
+        tick.versions[record.document_id] = record.sha256
+    if tick.added:
+        known = list(context.instance.get_dynamic_partitions(DOCUMENTS_PARTITION))
+        order = known + [key for key in dict.fromkeys(tick.added) if key not in set(known)]
+        for first, last, count in partition_ranges(order, tick.added):
+            tick.requests.append(_documents_request(order, first, last, count, tick, ns))
     for address in plan.removed:
         try:
             forget_document(settings, document_id_for(ns, address))
@@ -201,6 +214,37 @@ def _apply(
     return tick
 
 
+def _documents_request(
+    order: list[str], first: str, last: str, count: int, tick: _Tick, namespace: str
+) -> dg.RunRequest:
+    """One `reprocess_documents` run over a contiguous range of document partitions (a single
+    partition when alone); its run key is the documents' content, so the same files again are
+    never run twice."""
+    tags = {"corpus/namespace": namespace, "corpus/trigger": tick.label, STAGE_TAG: "document"}
+    if count == 1:
+        return dg.RunRequest(
+            run_key=f"{first}:{tick.versions[first]}",
+            job_name=reprocess_documents.name,
+            partition_key=first,
+            tags=tags,
+        )
+    start = order.index(first)
+    members = order[start : start + count]
+    digest = hashlib.sha256(
+        "\n".join(f"{key}:{tick.versions.get(key, '')}" for key in members).encode()
+    ).hexdigest()[:16]
+    return dg.RunRequest(
+        run_key=f"{first}..{last}:{digest}",
+        job_name=reprocess_documents.name,
+        tags={
+            **tags,
+            ASSET_PARTITION_RANGE_START_TAG: first,
+            ASSET_PARTITION_RANGE_END_TAG: last,
+            "corpus/documents": str(count),
+        },
+    )
+
+
 def _publish_request(namespaces: list[str], run_key: str) -> dg.RunRequest:
     return dg.RunRequest(
         run_key=run_key,
@@ -210,17 +254,25 @@ def _publish_request(namespaces: list[str], run_key: str) -> dg.RunRequest:
     )
 
 
+# Runs whose results a publish takes into the revision: documents, and their vectors.
+_PUBLISHED_STAGES = ["document", "embedding"]
+
+
 @dg.sensor(
     job=publish_revision,
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Publishes once document runs have finished and none is queued or running.",
+    description="Publishes once document (or embedding) runs have finished and none is queued "
+    "or running.",
 )
 def publish_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     instance = context.instance
-    if instance.get_runs_count(dg.RunsFilter(tags={STAGE_TAG: "document"}, statuses=_ACTIVE)):
+    stages = dg.RunsFilter(tags={STAGE_TAG: _PUBLISHED_STAGES}, statuses=_ACTIVE)
+    if instance.get_runs_count(stages):
         return dg.SensorResult(skip_reason="document runs still queued or running")
-    done = dg.RunsFilter(tags={STAGE_TAG: "document"}, statuses=[dg.DagsterRunStatus.SUCCESS])
+    done = dg.RunsFilter(
+        tags={STAGE_TAG: _PUBLISHED_STAGES}, statuses=[dg.DagsterRunStatus.SUCCESS]
+    )
     new = []
     for run in instance.get_runs(done, limit=500):  # newest first
         if run.run_id == context.cursor:
@@ -232,4 +284,51 @@ def publish_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     return dg.SensorResult(
         run_requests=[_publish_request(namespaces, f"publish-after:{new[0].run_id}")],
         cursor=new[0].run_id,
+    )
+
+
+@dg.sensor(
+    job=embed_documents,
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="With the dense channel on (CORPUS_DENSE), embeds the documents of every "
+    "finished document run, over the same partitions; publishing then adds their vectors.",
+)
+def embeddings_sensor(
+    context: dg.SensorEvaluationContext,
+    corpus: CorpusRootResource,
+    object_store: ObjectStoreResource,
+    models: ModelSettingsResource,
+) -> dg.SensorResult:
+    settings = resolve_settings(corpus, object_store, models)
+    done = dg.RunsFilter(tags={STAGE_TAG: "document"}, statuses=[dg.DagsterRunStatus.SUCCESS])
+    new = []
+    for run in context.instance.get_runs(done, limit=500):  # newest first
+        if run.run_id == context.cursor:
+            break
+        new.append(run)
+    if not new:
+        return dg.SensorResult(skip_reason="no document run finished since the last tick")
+    cursor = new[0].run_id
+    if settings.dense == "off":
+        return dg.SensorResult(skip_reason="the dense channel is off (CORPUS_DENSE)", cursor=cursor)
+    requests = [_embed_request(run) for run in reversed(new)]
+    return dg.SensorResult(run_requests=requests, cursor=cursor)
+
+
+def _embed_request(run: dg.DagsterRun) -> dg.RunRequest:
+    """The embedding run over the partitions a document run materialised."""
+    tags = {
+        "corpus/namespace": run.tags.get("corpus/namespace", "default"),
+        "corpus/trigger": "embeddings_sensor",
+        STAGE_TAG: "embedding",
+    }
+    for key in (ASSET_PARTITION_RANGE_START_TAG, ASSET_PARTITION_RANGE_END_TAG):
+        if key in run.tags:
+            tags[key] = run.tags[key]
+    return dg.RunRequest(
+        run_key=f"embed-after:{run.run_id}",
+        job_name=embed_documents.name,
+        partition_key=run.tags.get("dagster/partition"),
+        tags=tags,
     )

@@ -24,6 +24,7 @@ STAGE_SOURCES: dict[str, tuple[str, ...]] = {
     "document_chunks": ("chunking.py", "enrich", "ids.py"),
     "document_nav": ("nav.py",),
     "document_manifest": ("pipeline.py", "validation.py", "contracts"),
+    "document_embeddings": ("embeddings.py",),
 }
 
 

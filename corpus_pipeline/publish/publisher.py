@@ -30,14 +30,13 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-import lancedb
 import pyarrow as pa
 import tantivy
 
@@ -65,6 +64,8 @@ class PublishItem:
 
     record: SourceRecord
     directory: Path
+    # The document's vector file of the configured space (`embeddings.vectors_path`), if any.
+    vectors: Path | None = None
 
 
 @dataclass
@@ -100,6 +101,10 @@ def artifact_signature(directory: Path) -> str:
 SIGNATURES = "signatures.json"
 
 
+def _vectors_signature(path: Path | None) -> str:
+    return "" if path is None else "+" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
 def signatures_for(ns_dir: Path, items: dict[str, PublishItem]) -> dict[str, str]:
     """Artifact signatures, re-read only for manifests whose (mtime, size) changed since the
     last publish: a stat per document instead of parsing every manifest of the corpus."""
@@ -111,10 +116,15 @@ def signatures_for(ns_dir: Path, items: dict[str, PublishItem]) -> dict[str, str
     fresh: dict[str, list[Any]] = {}
     for doc, item in items.items():
         stat = (item.directory / "manifest.json").stat()
-        key = [stat.st_mtime_ns, stat.st_size]
+        key: list[Any] = [stat.st_mtime_ns, stat.st_size]
+        if item.vectors is not None:  # vectors that arrive later make the document change
+            vectors = item.vectors.stat()
+            key += [item.vectors.name, vectors.st_mtime_ns, vectors.st_size]
         cached = cache.get(doc)
         signature = (
-            cached[2] if cached and cached[:2] == key else artifact_signature(item.directory)
+            cached[-1]
+            if cached and cached[:-1] == key
+            else artifact_signature(item.directory) + _vectors_signature(item.vectors)
         )
         out[doc] = signature
         fresh[doc] = [*key, signature]
@@ -503,6 +513,8 @@ def publish_namespace(
     timings: dict[str, float] = {}
     with namespace_lock(ns_dir):
         previous = read_pointer(ns_dir)
+        import lancedb  # 5 s to import: only processes that publish pay it, not document runs
+
         db = lancedb.connect(str(ns_dir / "lance"))
         tables = _open_tables(db)
         if previous is not None:
@@ -578,7 +590,7 @@ def publish_namespace(
                         o for o in payload["occurrences"] if o["document_id"] not in stale
                     ]
                     merged.add(row["chunk_id"])
-            for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES, t.RESOURCES):
+            for name in (t.DOCUMENTS, t.SECTIONS, t.CHUNKS, t.GRAPH_NODES, t.RESOURCES, t.VECTORS):
                 tables[name].delete(t.in_list("document_id", stale))
             edges = tables[t.GRAPH_EDGES]
             edges.delete(f"{t.in_list('source', stale)} OR {t.in_list('target', stale)}")
@@ -622,6 +634,8 @@ def publish_namespace(
             )
             rows.add(t.SECTIONS, _section_rows(record, nav, chunks, revision))
             rows.add(t.CHUNKS, _chunk_rows(record, chunks, revision))
+            if wanted[doc].vectors is not None:
+                rows.add(t.VECTORS, _vector_rows(wanted[doc], chunks, revision))
             resource_rows = _resource_rows(record, wanted[doc].directory, nav, chunks, revision)
             rows.add(t.RESOURCES, resource_rows, sum(len(r["data"]) for r in resource_rows))
             keywords = document_keywords(
@@ -689,6 +703,27 @@ def publish_namespace(
             seconds=time.perf_counter() - started,
             timings=timings,
         )
+
+
+def _vector_rows(item: PublishItem, chunks: ChunksFile, revision: int) -> list[dict[str, Any]]:
+    """The document's vectors of the chunks it holds now (a vector file written for an older
+    chunk set contributes only the chunks that are still there)."""
+    from corpus_pipeline.embeddings import read_vectors
+
+    assert item.vectors is not None
+    spec, vectors = read_vectors(item.vectors)
+    document_id = item.record.document_id
+    return [
+        {
+            "revision": revision,
+            "document_id": document_id,
+            "chunk_id": chunk.chunk_id,
+            "space": spec.key,
+            "vector": vectors[chunk.chunk_id].tolist(),
+        }
+        for chunk in chunks.chunks
+        if chunk.chunk_id in vectors
+    ]
 
 
 def _load_artifacts(directory: Path) -> tuple[ChunksFile, DocNav, Manifest]:
@@ -802,12 +837,17 @@ def _edges(
 
 
 def publish_items_for(
-    artifacts_dir: Path, records: list[SourceRecord], namespace: str
+    artifacts_dir: Path,
+    records: list[SourceRecord],
+    namespace: str,
+    vectors_for: Callable[[str], Path | None] | None = None,
 ) -> list[PublishItem]:
-    """Registered documents of a namespace that have a committed artifact directory."""
+    """Registered documents of a namespace that have a committed artifact directory, with
+    their vector file when `vectors_for` (document id → path) finds one."""
     items = []
     for record in sorted(records, key=lambda r: r.document_id):
         directory = artifacts_dir / record.document_id
         if record.namespace == namespace and (directory / "manifest.json").is_file():
-            items.append(PublishItem(record=record, directory=directory))
+            vectors = vectors_for(record.document_id) if vectors_for else None
+            items.append(PublishItem(record=record, directory=directory, vectors=vectors))
     return items

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
+from corpus_pipeline.embeddings import embedder_for, vectors_path
 from corpus_pipeline.publish.mirror import push
 from corpus_pipeline.publish.publisher import PublishReport, publish_items_for, publish_namespace
 from corpus_pipeline.settings import CorpusSettings
@@ -19,6 +23,21 @@ def known_namespaces(settings: CorpusSettings) -> list[str]:
     return sorted(names)
 
 
+def vector_files(settings: CorpusSettings) -> Callable[[str], Path | None] | None:
+    """Document id → its vector file of the configured space, when the dense channel is on
+    (documents not embedded yet are published without vectors and gain them later)."""
+    embedder = embedder_for(settings)
+    if embedder is None:
+        return None
+    spec = embedder.spec
+
+    def find(document_id: str) -> Path | None:
+        path = vectors_path(settings, document_id, spec)
+        return path if path.is_file() else None
+
+    return find
+
+
 def publish(settings: CorpusSettings, namespaces: list[str] | None = None) -> list[PublishReport]:
     """One new revision per namespace whose documents changed (none when nothing changed).
 
@@ -27,9 +46,10 @@ def publish(settings: CorpusSettings, namespaces: list[str] | None = None) -> li
     """
     store = ObjectStore(settings.object_store)
     records = SourceRegistry(store).records()
+    vectors_for = vector_files(settings)
     reports = []
     for namespace in namespaces or known_namespaces(settings):
-        items = publish_items_for(settings.artifacts_dir, records, namespace)
+        items = publish_items_for(settings.artifacts_dir, records, namespace, vectors_for)
         report = publish_namespace(settings.published_dir, namespace, items)
         if not store.is_local:
             pushed = push(store, settings.published_dir, namespace)

@@ -19,6 +19,7 @@ CHUNKS = "chunks"
 GRAPH_NODES = "graph_nodes"
 GRAPH_EDGES = "graph_edges"
 RESOURCES = "resources"
+VECTORS = "vectors"
 
 _STR_LIST = pa.list_(pa.string())
 _TS = pa.timestamp("us", tz="UTC")
@@ -113,6 +114,17 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("data", pa.large_binary()),
         ]
     ),
+    # Dense vectors of the chunks (one row per document that holds a chunk, like CHUNKS), each
+    # tagged with its space (`EmbeddingSpec.key`): sets of different models are never compared.
+    VECTORS: pa.schema(
+        [
+            ("revision", pa.int64()),
+            ("document_id", pa.string()),
+            ("chunk_id", pa.string()),
+            ("space", pa.string()),
+            ("vector", pa.list_(pa.float32())),
+        ]
+    ),
 }
 
 # Scalar indices that keep per-document work independent of the corpus size.
@@ -123,6 +135,7 @@ INDICES: dict[str, list[tuple[str, str]]] = {
     GRAPH_NODES: [("document_id", "btree"), ("keywords", "label_list")],
     GRAPH_EDGES: [("source", "btree"), ("target", "btree")],
     RESOURCES: [("document_id", "btree")],
+    VECTORS: [("document_id", "btree")],
 }
 
 

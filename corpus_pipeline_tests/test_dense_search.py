@@ -1,0 +1,90 @@
+"""The dense channel end to end: documents searchable lexically first, vectors in a later
+revision, the fourth fused channel, and filters that hold for it exactly as for the others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
+from corpus_pipeline.ingest import embed_documents_run, ingest, publish_namespace_run
+from corpus_pipeline.settings import load_settings
+from query_service.classic import classic_search
+from query_service.dense import dense_index
+from query_service.revision import open_revision
+
+NOTES = {
+    "travel.md": "# Bookings\n\nFive metropolitan areas account for most of our bookings, and "
+    "losing any of them would hurt revenue.\n",
+    "birds.md": "# Ducks\n\nTufted ducks dive for mussels in cold lakes during the winter.\n",
+    "plant.md": "# Maintenance\n\nThe turbine bearing was replaced and the pump resealed.\n",
+    "geese.md": "# Geese\n\nBrent geese graze eelgrass on the mudflats at low tide.\n",
+}
+DENSE_ONLY = {"path": 0.0, "content": 0.0, "term": 0.0, "page": 0.0, "dense": 1.0}
+QUESTION = "How dependent is the company on a few large cities?"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("dense")
+    for name, text in NOTES.items():
+        (root / name).write_text(text, encoding="utf-8")
+    settings = load_settings(home=root / "home", ingest_workers=1, dense="local")
+    results = ingest([root / name for name in NOTES], settings)
+    assert all(r.status == "ok" for r in results)
+    lexical = publish_namespace_run(settings, "default")
+    embedded = embed_documents_run(settings, [r.document_id for r in results if r.document_id])
+    dense = publish_namespace_run(settings, "default")
+    ids = {r.source_file_name: r.document_id for r in results}
+    return settings, ids, lexical, embedded, dense
+
+
+def _search(settings, **request) -> list[str]:
+    revision = open_revision(settings.published_dir, "default")
+    response = classic_search(revision, SearchRequest(top_k=2, **request))
+    return [r.document_id for r in response.results]
+
+
+def test_vectors_arrive_in_the_revision_after_the_lexical_one(corpus):
+    settings, _, lexical, embedded, dense = corpus
+    assert lexical.revision == 1 and dense.revision == 2
+    assert embedded.documents == 4 and not embedded.errors
+    first = open_revision(settings.published_dir, "default", None)
+    index = dense_index(first)
+    assert index is not None and len(index.chunk_ids) == embedded.chunks
+    assert index.spec.key == "local:all-MiniLM-L6-v2-onnx-int8:384"
+
+
+def test_the_dense_channel_finds_a_paraphrase_the_words_miss(corpus):
+    settings, ids, *_ = corpus
+    assert _search(settings, query=QUESTION, weights=DENSE_ONLY)[0] == ids["travel.md"]
+
+
+def test_a_filtered_out_document_never_comes_back_through_the_dense_channel(corpus):
+    settings, ids, *_ = corpus
+    others = [d for name, d in ids.items() if name != "travel.md"]
+    found = _search(
+        settings,
+        query=QUESTION,
+        weights=DENSE_ONLY,
+        filters=SearchFilters(document_ids=others),
+    )
+    assert found and ids["travel.md"] not in found
+    excluded = _search(
+        settings, query=QUESTION, weights=DENSE_ONLY, exclude_document_ids=[ids["travel.md"]]
+    )
+    assert excluded and ids["travel.md"] not in excluded
+
+
+def test_a_revision_without_vectors_has_no_dense_channel(tmp_path: Path):
+    note = tmp_path / "travel.md"
+    note.write_text(NOTES["travel.md"], encoding="utf-8")
+    settings = load_settings(home=tmp_path / "home", ingest_workers=1)
+    [result] = ingest([note], settings)
+    assert result.status == "ok"
+    publish_namespace_run(settings, "default")
+    revision = open_revision(settings.published_dir, "default")
+    assert dense_index(revision) is None
+    response = classic_search(revision, SearchRequest(query=QUESTION, top_k=1, weights=DENSE_ONLY))
+    assert response.results == [] or response.small_corpus

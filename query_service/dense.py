@@ -1,0 +1,110 @@
+"""The dense channel: the revision's chunk vectors ranked by cosine to the query's vector.
+
+A revision's vectors (the `vectors` table, one space per model) are read once per revision into
+one float32 matrix of unique chunks; a query is embedded by the model of that space (the local
+ONNX model, or the endpoint of the `embeddings` role) and ranked by exact dot product (vectors
+have unit length). Exact search over the matrix is a few milliseconds at 100k chunks on this
+machine, so no approximate index is built; what a filter excludes is removed afterwards by the
+caller exactly as for the lexical channels.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from corpus_pipeline.contracts.embeddings import EmbeddingSpec
+from corpus_pipeline.embeddings import Embedder, EndpointEmbedder, LocalMiniLM
+from query_service.revision import Revision
+
+VECTORS = "vectors"
+
+
+@dataclass(frozen=True)
+class DenseIndex:
+    spec: EmbeddingSpec
+    chunk_ids: list[str]
+    matrix: np.ndarray  # (chunks, dimension), rows of unit length
+
+    def rank(self, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
+        """The `limit` chunks closest to the query vector (ties by chunk id)."""
+        if not self.chunk_ids or limit <= 0:
+            return []
+        scores = self.matrix @ query.astype(np.float32)
+        limit = min(limit, len(scores))
+        top = np.argpartition(-scores, limit - 1)[:limit]
+        ordered = sorted(top.tolist(), key=lambda i: (-float(scores[i]), self.chunk_ids[i]))
+        return [(self.chunk_ids[i], float(scores[i])) for i in ordered]
+
+
+def _space(key: str) -> EmbeddingSpec:
+    provider, rest = key.split(":", 1)
+    model, dimension = rest.rsplit(":", 1)
+    return EmbeddingSpec(provider=provider, model=model, dimension=int(dimension))  # type: ignore[arg-type]
+
+
+def _count(counts: list[dict[str, object]], value: object) -> int:
+    return next(int(str(c["counts"])) for c in counts if c["values"] == value)
+
+
+def dense_index(revision: Revision) -> DenseIndex | None:
+    """The revision's vectors (None when it has none). With vectors of several spaces (a model
+    change half way through a re-embedding backfill), the space holding most chunks is used."""
+
+    def load() -> DenseIndex | None:
+        import pyarrow.compute as pc
+
+        if VECTORS not in revision.pointer.lance_versions:
+            return None
+        table = revision.table(VECTORS).to_arrow().select(["chunk_id", "space", "vector"])
+        if table.num_rows == 0:
+            return None
+        counts = pc.value_counts(table.column("space")).to_pylist()
+        space = max(sorted(c["values"] for c in counts), key=lambda v: _count(counts, v))
+        spec = _space(space)
+        table = table.filter(pc.equal(table.column("space"), space))
+        ids = np.asarray(table.column("chunk_id").to_pylist(), dtype=object)
+        vectors = table.column("vector").combine_chunks()
+        flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        if len(flat) != len(ids) * spec.dimension:
+            return None  # rows of another length than the space's: not a set to compare
+        # A chunk held by several documents has one row per document: keep one.
+        unique, first = np.unique(ids, return_index=True)
+        matrix = flat.reshape(len(ids), spec.dimension)[first]
+        return DenseIndex(spec, [str(c) for c in unique], np.ascontiguousarray(matrix))
+
+    result: DenseIndex | None = revision.memo("dense_index", load)
+    return result
+
+
+_EMBEDDERS: dict[str, Embedder] = {}
+_LOCK = threading.Lock()
+
+
+def query_embedder(spec: EmbeddingSpec) -> Embedder:
+    """The model of a space, built once per process: the local model, or the endpoint of the
+    `embeddings` role from the environment (`CORPUS_EMBEDDINGS__*`)."""
+    with _LOCK:
+        if spec.key not in _EMBEDDERS:
+            if spec.provider == "local":
+                _EMBEDDERS[spec.key] = LocalMiniLM()
+            else:
+                from corpus_pipeline.settings import load_settings
+
+                settings = load_settings()
+                role = settings.role("embeddings").model_copy(update={"model": spec.model})
+                _EMBEDDERS[spec.key] = EndpointEmbedder(
+                    role, spec.dimension, settings.llm_timeout_seconds
+                )
+        return _EMBEDDERS[spec.key]
+
+
+def dense_ranking(revision: Revision, query: str, limit: int) -> list[tuple[str, float]]:
+    """Chunk ids closest to the query, best first (empty when the revision has no vectors)."""
+    index = dense_index(revision)
+    if index is None or not query.strip():
+        return []
+    vector = query_embedder(index.spec).embed([query])[0]
+    return index.rank(vector, limit)
