@@ -73,7 +73,8 @@ fix: setup
 ## asks its 199 questions, lexical, dense and fused at each weight of the curve: ~45 min;
 ## dense_latency: classic search at 100k chunks with and without the dense channel: ~5 min cached;
 ## ingest_speed: the 20 10-Q filings per stage, then ingested with 1 and 2 workers: ~8 min;
-## sensor_ingest: 1,000 notes through the inbox sensor and dagster-daemon: ~7 min,
+## sensor_ingest: 1,000 notes through the inbox sensor and dagster-daemon, with the document step
+## in the run process and then in one of its own (multiprocess executor): ~7 min each,
 ## SENSOR_DOCUMENTS=N for another count)
 SENSOR_DOCUMENTS ?= 1000
 bench: setup
@@ -88,6 +89,7 @@ bench: setup
 	$(BIN)/python -m benchmarks.http_latency
 	$(BIN)/python -m benchmarks.agentic_quality
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS)
+	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS) --executor multiprocess
 
 clean:
 	rm -rf data/runtime .pytest_cache .mypy_cache .ruff_cache

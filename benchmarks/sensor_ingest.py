@@ -130,7 +130,7 @@ def run_records(instance: dg.DagsterInstance) -> dict[str, Any]:
     }
 
 
-def run(count: int, workdir: Path, timeout: float) -> dict[str, Any]:
+def run(count: int, workdir: Path, timeout: float, executor: str = "in_process") -> dict[str, Any]:
     home = workdir / "home"
     settings = load_settings(home=home, object_store_url="")
     instance = dagster_instance(settings)  # seeds <home>/dagster/dagster.yaml from the repo
@@ -141,6 +141,7 @@ def run(count: int, workdir: Path, timeout: float) -> dict[str, Any]:
         "DAGSTER_HOME": str(settings.dagster_home),
         "CORPUS_INBOX_DIR": str(workdir / "inbox"),
         "CORPUS_OBJECT_STORE_URL": "",
+        "CORPUS_DOCUMENT_EXECUTOR": executor,
     }
     log = (workdir / "daemon.log").open("wb")
     started = time.perf_counter()
@@ -180,6 +181,7 @@ def run(count: int, workdir: Path, timeout: float) -> dict[str, Any]:
         "complete": published_at is not None,
         "wall_seconds": round(wall, 1),
         "documents_per_s": round(documents / wall, 2),
+        "executor": executor,
         "publish_runs": publishes,
         "document_runs": runs,
         "cores": len(os.sched_getaffinity(0)),
@@ -192,19 +194,30 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--timeout", type=float, default=4 * 3600)
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results")
     ap.add_argument("--keep", type=Path, default=None, help="Work folder to keep (default: temp).")
+    ap.add_argument(
+        "--executor",
+        choices=["in_process", "multiprocess"],
+        default="in_process",
+        help="How document runs execute their step (CORPUS_DOCUMENT_EXECUTOR).",
+    )
     args = ap.parse_args(argv)
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="corpus-sensor-ingest-"))
     try:
         result = {
             "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            **run(args.documents, workdir, args.timeout),
+            **run(args.documents, workdir, args.timeout, args.executor),
         }
     finally:
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps(result, indent=1))
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sensor_ingest.json").write_text(json.dumps(result, indent=1) + "\n")
+    name = (
+        "sensor_ingest.json"
+        if args.executor == "in_process"
+        else f"sensor_ingest_{args.executor}.json"
+    )
+    (args.out / name).write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

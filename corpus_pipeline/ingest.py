@@ -380,11 +380,13 @@ def run_registered(document_id: str, namespace: str) -> list[tuple[int, IngestRe
 
 
 def forget_document(settings: CorpusSettings, document_id: str) -> SourceRecord:
-    """Forget a document: its record, artifacts and working files (the content-addressed bytes
-    stay: another document may share them); the next publish of its namespace leaves it out."""
+    """Forget a document: its record, its stored bytes (unless another document holds the same
+    content), artifacts, vectors and working files; the next publish of its namespace leaves it
+    out."""
     record = SourceRegistry(ObjectStore(settings.object_store)).delete(document_id)
     shutil.rmtree(settings.artifacts_dir / document_id, ignore_errors=True)
     shutil.rmtree(settings.work_dir / document_id, ignore_errors=True)
+    shutil.rmtree(settings.embeddings_dir / document_id, ignore_errors=True)
     return record
 
 

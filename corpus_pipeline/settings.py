@@ -71,6 +71,8 @@ class CorpusSettings(BaseSettings):
     # document's identity is its s3:// address, its change signal the object's ETag.
     s3_sync_url: str = Field(default="", pattern=r"^(s3://[^/\s]+(/\S*)?)?$")
     s3_sync_mode: Literal["new_only", "update_only", "full"] = "full"
+    # How a document run executes its one step: in the run's process, or in a process of its own.
+    document_executor: Literal["in_process", "multiprocess"] = "in_process"
     # Scanned pages of one PDF recognised side by side (single-threaded Tesseract processes).
     ocr_workers: int = Field(default=2, ge=1, le=32)
 
@@ -106,6 +108,10 @@ class CorpusSettings(BaseSettings):
     @property
     def work_dir(self) -> Path:
         return self.home / "work"
+
+    @property
+    def embeddings_dir(self) -> Path:
+        return self.home / "embeddings"
 
     @property
     def published_dir(self) -> Path:

@@ -162,10 +162,15 @@ class SourceRegistry:
         ]
 
     def delete(self, document_id: str) -> SourceRecord:
-        """Forget a document (its record); the next publish removes it from every table.
-        The content-addressed bytes stay: another document may share them."""
+        """Forget a document: its record, and its stored bytes unless another document holds the
+        same content (bytes are stored once per SHA-256); the next publish removes it from
+        every table. Record first: a failure between the two leaves bytes without a record
+        (found again by the same content), never a record without its bytes."""
         record = self.get(document_id)
         self.store.delete(self._record_key(document_id))
+        shared = any(r.sha256 == record.sha256 for r in self.records())
+        if not shared and self.store.exists(record.object_key):
+            self.store.delete(record.object_key)
         return record
 
     def fetch_source(self, record: SourceRecord, target_dir: Path) -> Path:

@@ -84,3 +84,17 @@ def test_a_backfill_of_many_documents_runs_them_in_ranges() -> None:
     step = defs().resolve_assets_def("document_manifest")
     policy = step.backfill_policy
     assert policy is not None and policy.max_partitions_per_run == DOCUMENTS_PER_RUN
+
+
+def test_an_operator_can_give_the_document_step_a_process_of_its_own(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from corpus_pipeline.definitions import defs; "
+        "print(defs().resolve_job_def('reprocess_documents').executor_def.name)"
+    )
+    env = {**os.environ, "CORPUS_DOCUMENT_EXECUTOR": "multiprocess", "CORPUS_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip().splitlines()[-1] == "multiprocess", out.stderr[-2000:]

@@ -129,3 +129,12 @@ def test_a_document_gets_one_vector_per_unique_chunk_and_keeps_unchanged_ones(
     assert spec == local.spec and first.embedded == first.chunks == len(vectors) > 0
     again = embed_document(settings, result.document_id, local)
     assert again.embedded == 0 and read_vectors(again.path)[1].keys() == vectors.keys()
+
+
+def test_a_chunk_is_embedded_under_its_title_and_section_path():
+    from corpus_pipeline.embeddings import embedding_text
+
+    assert embedding_text("Apple Inc. Form 10-Q", ["PART I", "Item 2."], "Net sales rose.") == (
+        "Apple Inc. Form 10-Q\nPART I > Item 2.\nNet sales rose."
+    )
+    assert embedding_text(None, [], "Net sales rose.") == "Net sales rose."

@@ -197,6 +197,7 @@ def test_deleting_a_document_publishes_a_revision_without_it(tmp_path: Path):
         assert done["status"] == "done" and done["revision"] == 2
         assert client.delete(f"/v1/documents/{queued['document_id']}").status_code == 404
     assert _stored(settings) == []
+    assert ObjectStore(settings.object_store).list("sources") == [], "its bytes are gone too"
     assert not (settings.artifacts_dir / queued["document_id"]).exists()
 
 

@@ -86,6 +86,19 @@ def test_the_same_bytes_under_two_names_are_stored_once(registry, s3, bucket):
     assert {r.source_file_name for r in registry.records()} == {"first.md", "second.md"}
 
 
+def test_deleting_a_document_removes_its_bytes_once_no_other_document_holds_them(
+    registry, s3, bucket
+):
+    data = b"# Title\n\nBytes two documents share.\n"
+    first = registry.register(data, "first.md", "default")
+    second = registry.register(data, "second.md", "default")
+    registry.delete(first.document_id)
+    assert _keys(s3, bucket, f"{PREFIX}/sources/") == [f"{PREFIX}/{second.object_key}"]
+    registry.delete(second.document_id)
+    assert _keys(s3, bucket, f"{PREFIX}/sources/") == []
+    assert _keys(s3, bucket, f"{PREFIX}/registry/") == []
+
+
 def test_no_partial_object_is_left_behind(registry, s3, bucket):
     record = registry.register(b"complete bytes", "notes.txt", "default")
 

@@ -9,17 +9,21 @@ over stale partitions after a parser change); `publish_revision` publishes them.
 import dagster as dg
 
 from corpus_pipeline.defs.documents import GROUP
+from corpus_pipeline.settings import load_settings
 
 STAGE_TAG = "corpus/stage"
 
-# A document is one step (the multi-asset with its checks), so the run executes it in its own
-# process: the multiprocess executor would start a second process per document only to load the
-# definitions again (measured by benchmarks/sensor_ingest.py). Documents run in parallel as runs
-# (the queue's document slots), not as steps.
+# A document run is one step (the multi-asset with its checks, over a range of partitions), so
+# by default the run executes it in its own process: the multiprocess executor starts a second
+# process per run only to load the definitions again (measured by benchmarks/sensor_ingest.py,
+# `--executor`). Documents run in parallel as runs (the queue's document slots), not as steps.
+# `CORPUS_DOCUMENT_EXECUTOR=multiprocess` puts the step in a process of its own (isolation from
+# the run's process, e.g. under a run launcher that shares one process among runs).
+_EXECUTORS = {"in_process": dg.in_process_executor, "multiprocess": dg.multiprocess_executor}
 reprocess_documents = dg.define_asset_job(
     "reprocess_documents",
     selection=dg.AssetSelection.groups(GROUP),
-    executor_def=dg.in_process_executor,
+    executor_def=_EXECUTORS[load_settings().document_executor],
     tags={STAGE_TAG: "document"},
     description="Re-parse and re-commit the selected document partitions (e.g. the stale ones).",
 )
