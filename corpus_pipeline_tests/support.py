@@ -21,6 +21,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_CORPUS = Path(os.environ.get("CORPUS_SAMPLES", REPO_ROOT.parent / "shared" / "corpus"))
 DOCS = SHARED_CORPUS / "docs"
 REALWORLD_DOCS = REPO_ROOT.parent / "shared" / "realworld" / "docs"
+# The six assets every document materialises, in order.
+DOCUMENT_ASSETS = (
+    "source_document",
+    "document_profile",
+    "parsed_document",
+    "document_chunks",
+    "document_nav",
+    "document_manifest",
+)
 
 
 def needs_shared(folder: Path) -> pytest.MarkDecorator:

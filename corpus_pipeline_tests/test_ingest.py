@@ -15,7 +15,7 @@ from corpus_pipeline.ingest import IngestResult, collect_files, dagster_instance
 from corpus_pipeline.settings import CorpusSettings, load_settings
 from corpus_pipeline.validation import check_manifest
 
-from .support import DOCS
+from .support import DOCS, DOCUMENT_ASSETS
 
 pytestmark = pytest.mark.slow
 
@@ -188,15 +188,7 @@ def test_each_document_is_one_step_that_still_shows_every_asset_and_check(batch)
     instance = dagster_instance(settings)
     document_id = next(iter(results.values())).document_id
     assert document_id is not None
-    stages = (
-        "source_document",
-        "document_profile",
-        "parsed_document",
-        "document_chunks",
-        "document_nav",
-        "document_manifest",
-    )
-    for stage in stages:
+    for stage in DOCUMENT_ASSETS:
         assert document_id in instance.get_materialized_partitions(dg.AssetKey(stage)), stage
     parsed = instance.get_latest_materialization_event(dg.AssetKey("parsed_document"))
     assert parsed is not None and parsed.asset_materialization is not None

@@ -31,18 +31,21 @@ def inbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def _tick(home: Path, cursor: str | None = None) -> dg.SensorResult:
-    instance = dagster_instance(load_settings(home=home))
-    context = dg.build_sensor_context(
-        instance=instance,
+def _context(home: Path, cursor: str | None = None, dense: str = "") -> Any:
+    """A sensor context on the home's real instance, with the resources the sensors take."""
+    return dg.build_sensor_context(
+        instance=dagster_instance(load_settings(home=home)),
         cursor=cursor,
         resources={
             "corpus": CorpusRootResource(home=str(home)),
             "object_store": ObjectStoreResource(),
-            "models": ModelSettingsResource(),
+            "models": ModelSettingsResource(dense=dense),
         },
     )
-    result = inbox_sensor(context)
+
+
+def _tick(home: Path, cursor: str | None = None) -> dg.SensorResult:
+    result = inbox_sensor(_context(home, cursor))
     assert isinstance(result, dg.SensorResult)
     return result
 
@@ -141,17 +144,7 @@ def test_the_publish_sensor_publishes_once_after_document_runs(tmp_path: Path):
 def _embeddings_tick(home: Path, dense: str, cursor: str | None = None) -> Any:
     from corpus_pipeline.defs.sensors import embeddings_sensor
 
-    instance = dagster_instance(load_settings(home=home))
-    context = dg.build_sensor_context(
-        instance=instance,
-        cursor=cursor,
-        resources={
-            "corpus": CorpusRootResource(home=str(home)),
-            "object_store": ObjectStoreResource(),
-            "models": ModelSettingsResource(dense=dense),
-        },
-    )
-    return embeddings_sensor(context)
+    return embeddings_sensor(_context(home, cursor, dense))
 
 
 @pytest.mark.slow

@@ -375,22 +375,27 @@ def run_batch(
         except dg.Failure as exc:
             log.error(f"{document_id}: {exc.description}")
             failures[document_id] = exc.description or "failed"
-    if failures:
-        shown = "; ".join(f"{d}: {m}" for d, m in list(failures.items())[:SHOWN_FAILURES])
-        more = (
-            f" (+{len(failures) - SHOWN_FAILURES} more)" if len(failures) > SHOWN_FAILURES else ""
-        )
-        raise dg.Failure(
-            description=f"{len(failures)} of {len(document_ids)} documents failed: {shown}{more}",
-            metadata={
-                "error_type": "DocumentsFailed",
-                FAILED_DOCUMENTS: dg.MetadataValue.json(failures),
-            },
-        )
+    raise_if_failed(failures, len(document_ids), "failed")
     # The checks' own outputs, which Dagster expects once per step (their evaluations, one per
     # partition, are recorded above).
     for name in check_outputs:
         yield dg.Output(None, output_name=name)
+
+
+def raise_if_failed(failures: dict[str, str], total: int, what: str) -> None:
+    """End a run over a range whose documents partly failed: one Failure naming them (the
+    first few in its message, every one in its metadata, which `corpus ingest` reads)."""
+    if not failures:
+        return
+    shown = "; ".join(f"{d}: {m}" for d, m in list(failures.items())[:SHOWN_FAILURES])
+    more = f" (+{len(failures) - SHOWN_FAILURES} more)" if len(failures) > SHOWN_FAILURES else ""
+    raise dg.Failure(
+        description=f"{len(failures)} of {total} documents {what}: {shown}{more}",
+        metadata={
+            "error_type": "DocumentsFailed",
+            FAILED_DOCUMENTS: dg.MetadataValue.json(failures),
+        },
+    )
 
 
 def _partition_event(

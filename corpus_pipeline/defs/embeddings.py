@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from corpus_pipeline.defs.documents import user_errors
+from corpus_pipeline.defs.documents import raise_if_failed, user_errors
 from corpus_pipeline.defs.partitions import DOCUMENTS_PER_RUN, documents_partitions
 from corpus_pipeline.defs.resources import (
     CorpusRootResource,
@@ -81,10 +81,4 @@ def document_embeddings(
             },
             tags={"dagster/code_version": code_version(ASSET)},
         )
-    if failures:
-        shown = "; ".join(f"{d}: {m}" for d, m in list(failures.items())[:5])
-        raise dg.Failure(
-            description=f"{len(failures)} of {len(context.partition_keys)} documents were not "
-            f"embedded: {shown}",
-            metadata={"failed_documents": dg.MetadataValue.json(failures)},
-        )
+    raise_if_failed(failures, len(context.partition_keys), "were not embedded")

@@ -254,6 +254,19 @@ def _publish_request(namespaces: list[str], run_key: str) -> dg.RunRequest:
     )
 
 
+def _finished_since(
+    instance: dg.DagsterInstance, stages: list[str], cursor: str | None
+) -> list[dg.DagsterRun]:
+    """Successful runs of the stages since the run the cursor names, newest first."""
+    done = dg.RunsFilter(tags={STAGE_TAG: stages}, statuses=[dg.DagsterRunStatus.SUCCESS])
+    new = []
+    for run in instance.get_runs(done, limit=500):  # newest first
+        if run.run_id == cursor:
+            break
+        new.append(run)
+    return new
+
+
 # Runs whose results a publish takes into the revision: documents, and their vectors.
 _PUBLISHED_STAGES = ["document", "embedding"]
 
@@ -270,14 +283,7 @@ def publish_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     stages = dg.RunsFilter(tags={STAGE_TAG: _PUBLISHED_STAGES}, statuses=_ACTIVE)
     if instance.get_runs_count(stages):
         return dg.SensorResult(skip_reason="document runs still queued or running")
-    done = dg.RunsFilter(
-        tags={STAGE_TAG: _PUBLISHED_STAGES}, statuses=[dg.DagsterRunStatus.SUCCESS]
-    )
-    new = []
-    for run in instance.get_runs(done, limit=500):  # newest first
-        if run.run_id == context.cursor:
-            break
-        new.append(run)
+    new = _finished_since(instance, _PUBLISHED_STAGES, context.cursor)
     if not new:
         return dg.SensorResult(skip_reason="no document run finished since the last publish")
     namespaces = sorted({run.tags.get("corpus/namespace", "default") for run in new})
@@ -301,12 +307,7 @@ def embeddings_sensor(
     models: ModelSettingsResource,
 ) -> dg.SensorResult:
     settings = resolve_settings(corpus, object_store, models)
-    done = dg.RunsFilter(tags={STAGE_TAG: "document"}, statuses=[dg.DagsterRunStatus.SUCCESS])
-    new = []
-    for run in context.instance.get_runs(done, limit=500):  # newest first
-        if run.run_id == context.cursor:
-            break
-        new.append(run)
+    new = _finished_since(context.instance, ["document"], context.cursor)
     if not new:
         return dg.SensorResult(skip_reason="no document run finished since the last tick")
     cursor = new[0].run_id
