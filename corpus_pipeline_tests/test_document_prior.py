@@ -3,6 +3,8 @@ document channel that brings the best chunks of the named documents into the fus
 
 from __future__ import annotations
 
+from datetime import date
+
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import load_settings
@@ -39,9 +41,23 @@ def test_ties_are_broken_by_document_id_and_the_limit_holds():
 
 def test_a_query_names_documents_by_capitalised_words_and_words_with_digits():
     query = "What did Microsoft's Q1 2023 10-Q report about inventory and the Azure cloud?"
-    assert name_words(query) == "Microsoft's Q1 2023 10-Q Azure"
+    assert name_words(query) == "Microsoft's Q1 2023 10-Q Azure 2023q1"
     assert name_words("How do tufted ducks feed?") == ""  # topic words name no document
     assert name_words("NVIDIA reported what?") == ""  # the first word is every sentence's capital
+    assert (
+        name_words("How much did Intel spend in the first quarter of 2023?") == "Intel 2023 2023q1"
+    )
+
+
+def test_a_quarter_and_its_year_name_one_filing_of_a_series():
+    deck = cards(
+        ("q3-2022", "2022_Q3_AAPL.pdf Apple Inc. Form 10-Q"),
+        ("q3-2023", "2023_Q3_AAPL.pdf Apple Inc. Form 10-Q"),
+        ("q1-2023", "2023_Q1_AAPL.pdf Apple Inc. Form 10-Q"),
+        *((f"other-{i}", f"unrelated report {i}") for i in range(20)),
+    )
+    names = shape_query("path", name_words("What did Apple report in the third quarter of 2022?"))
+    assert deck.rank(names, 3, max_share=0.1)[0][0] == "q3-2022"
 
 
 def test_a_topic_word_on_few_cards_does_not_name_a_document(tmp_path):
@@ -75,28 +91,52 @@ def test_the_opening_is_the_first_page_or_without_pages_the_first_chunks():
     assert card.text.split("\n")[:3] == ["q3.pdf", "T", "Cover title"]
 
 
-def test_the_document_channel_brings_the_named_documents_chunks_first(tmp_path):
+def _quarterlies(tmp_path):
+    """Three companies' quarterly reports that say the same, among notes that name nobody
+    (a name is on at most a tenth of the cards)."""
     settings = load_settings(home=tmp_path)
     body = "# Quarterly report\n\nRevenue grew and gross margin widened in the quarter.\n"
-    build_documents(
-        settings,
-        {
-            "acme-q3.md": body,
-            "globex-q3.md": body.replace("grew", "rose"),
-            "initech-q3.md": body.replace("grew", "climbed"),
-            "ducks.md": "# Ducks\n\nTufted ducks dive for mussels.\n",
-        },
-    )
+    reports = {
+        "acme_2023_Q3.md": (body, date(2023, 10, 1)),
+        "globex_2023_Q2.md": (body.replace("grew", "rose"), date(2023, 7, 1)),
+        "globex_2023_Q3.md": (body.replace("grew", "climbed"), date(2023, 10, 1)),
+        "initech_2023_Q3.md": (body.replace("grew", "soared"), date(2023, 10, 1)),
+    }
+    for name, (text, day) in reports.items():
+        build_documents(settings, {name: text}, document_date=day)
+    notes = {
+        f"note-{i}.md": f"# Note {i}\n\nTufted ducks dive for mussels {i}.\n" for i in range(17)
+    }
+    build_documents(settings, notes)
     publish(settings)
-    revision = open_revision(settings.published_dir, "default")
-    query = "How did gross margin develop at Globex?"
-    named = classic_search(
-        revision,
-        SearchRequest(query=query, top_k=1, weights={"content": 1.0, "document": 1.0}),
-    ).results[0]
-    assert named.source_file_name == "globex-q3.md"
+    return open_revision(settings.published_dir, "default")
+
+
+def _top(revision, query, weights):
+    return classic_search(revision, SearchRequest(query=query, top_k=1, weights=weights)).results[0]
+
+
+def test_the_document_channel_brings_the_chunks_of_the_named_quarter_first(tmp_path):
+    revision = _quarterlies(tmp_path)
+    query = "How did gross margin develop at Globex in the second quarter of 2023?"
+    named = _top(revision, query, {"content": 1.0, "document": 1.0})
+    assert named.source_file_name == "globex_2023_Q2.md"
     assert named.channels == {"content": named.channels["content"], "document": 0}
-    unnamed = classic_search(
-        revision, SearchRequest(query=query, top_k=1, weights={"content": 1.0})
-    ).results[0]
-    assert unnamed.source_file_name != "globex-q3.md", "the content alone cannot tell them apart"
+    unnamed = _top(revision, query, {"content": 1.0})
+    assert unnamed.source_file_name != "globex_2023_Q2.md", "the content alone cannot tell"
+
+
+def test_a_name_without_a_quarter_or_latest_does_not_name_a_document(tmp_path):
+    revision = _quarterlies(tmp_path)
+    result = _top(
+        revision, "How did gross margin develop at Globex?", {"content": 1, "document": 1}
+    )
+    assert "document" not in result.channels
+
+
+def test_the_latest_of_a_named_series_comes_first(tmp_path):
+    revision = _quarterlies(tmp_path)
+    query = "How did gross margin develop in Globex's latest report?"
+    result = _top(revision, query, {"content": 1.0, "document": 1.0})
+    assert result.source_file_name == "globex_2023_Q3.md"
+    assert result.channels["document"] == 0

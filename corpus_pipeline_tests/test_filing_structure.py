@@ -10,7 +10,7 @@ from typing import Any
 import pymupdf
 import pytest
 
-from corpus_pipeline.index.channels import analyze, variants, with_variants
+from corpus_pipeline.index.channels import analyze, periods, variants, with_variants
 from corpus_pipeline.parsing.pdf.headings import scheme_level
 from corpus_pipeline.parsing.pdf_tables import find_tables
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
@@ -173,6 +173,29 @@ def test_numbers_match_however_they_are_typed(typed: str, printed: str) -> None:
         query = set(analyze(channel, with_variants(typed)))
         indexed = set(analyze(channel, with_variants(printed)))
         assert query & indexed - {"form"}, (channel, typed, printed)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Apple's Q3 2023 10-Q", ["2023q3"]),
+        ("2022_Q3_NVDA.pdf", ["2022q3"]),
+        ("in the first quarter of 2023", ["2023q1"]),
+        ("the third quarter of fiscal 2024", ["2024q3"]),
+        ("Q1 FY2023 and 2022 Q4", ["2023q1", "2022q4"]),
+        ("AQ3 2022, Q3 20221, Q5 2023, quarter 2023", []),
+    ],
+)
+def test_a_quarter_has_one_spelling_however_it_is_written(text: str, expected: list[str]) -> None:
+    assert periods(text) == expected
+
+
+def test_a_quarter_typed_one_way_matches_a_page_that_prints_it_another() -> None:
+    query = set(analyze("content", with_variants("revenue in Q3 2023")))
+    printed = set(analyze("content", with_variants("In the third quarter of 2023, revenue rose")))
+    other_year = set(analyze("content", with_variants("In the third quarter of 2022")))
+    assert "2023q3" in query & printed
+    assert "2023q3" not in other_year
 
 
 @needs_shared(REALWORLD_DOCS)

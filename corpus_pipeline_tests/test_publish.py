@@ -139,6 +139,20 @@ def test_publishing_without_changes_keeps_the_revision(published):
     assert again.published == [] and again.unchanged == 3
 
 
+def test_an_index_written_under_another_analysis_is_rebuilt_at_the_next_publish(
+    published, monkeypatch
+):
+    settings, _, report = published
+    ns_dir = settings.published_dir / "default"
+    assert ch.analysis_version(ns_dir / report.pointer.tantivy_dir) == ch.ANALYSIS_VERSION
+    monkeypatch.setattr(ch, "ANALYSIS_VERSION", ch.ANALYSIS_VERSION + 1)
+    (again,) = publish(settings)
+    assert again.pointer.revision == report.pointer.revision + 1
+    assert sorted(again.published) == sorted(report.published) and again.unchanged == 0
+    assert ch.analysis_version(ns_dir / again.pointer.tantivy_dir) == ch.ANALYSIS_VERSION
+    assert search(settings, "duckweed snails").results[0].source_file_name == "alpha.md"
+
+
 def test_a_changed_document_replaces_its_previous_revision(published):
     settings, records, report = published
     build_documents(

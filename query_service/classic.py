@@ -26,7 +26,7 @@ from corpus_pipeline.contracts.search import (
 from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.index import channels as ch
 from query_service.dense import dense_ranking
-from query_service.documents import name_words
+from query_service.documents import name_words, named_documents
 from query_service.fusion import weighted_rrf
 from query_service.instructions import search_text
 from query_service.pages import PageReference, page_references
@@ -423,11 +423,18 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         if weights.get("document", 0) > 0:
             names = name_words(query_text)
             named = (
-                revision.cards().rank(shape_query("path", names), PRIOR_DOCUMENTS, NAME_SHARE)
+                named_documents(
+                    revision.cards(),
+                    shape_query("path", names),
+                    PRIOR_DOCUMENTS,
+                    NAME_SHARE,
+                    latest=asks_for_latest(query_text),
+                )
                 if names
                 else []
             )
-            documents = [document_id for document_id, _ in named]
+            # A question about the latest filing names its series: the current member first.
+            documents = sorted(named, key=lambda d: d in older)
         while True:
             ranked: dict[str, list[DocKey]] = {}
             channel_scores: dict[str, list[float]] = {}

@@ -13,15 +13,15 @@ from corpus_pipeline.contracts.artifacts import ChunkType
 
 CHANNELS = ("path", "content", "term", "document", "page", "dense")
 # The document channel (the best chunks of the documents whose file name, title and opening page
-# match the query's names) stays off: it helps the real-world set's filings and hurts the
-# development questions (README: the sweep on both). The page channel (the chunks printed on a
-# page the question names, "on page 28") only speaks when a question names a page; its weight
-# is the real-world set's choice.
+# match the query's names) speaks only when a query names a dated document (a quarter, or "the
+# latest" of a series: `query_service.documents.named_documents`); its weight, like the page
+# channel's (the chunks printed on a page the question names, "on page 28"), is the real-world
+# set's choice, checked against the development questions (README: the sweep on both).
 DEFAULT_WEIGHTS: dict[str, float] = {
     "path": 1.0,
     "content": 2.0,
     "term": 1.5,
-    "document": 0.0,
+    "document": 2.0,
     "page": 3.0,
     "dense": 0.0,
 }

@@ -78,13 +78,62 @@ def variants(token: str) -> list[str]:
     return out
 
 
+_ORDINAL_QUARTER = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "1st": 1,
+    "2nd": 2,
+    "3rd": 3,
+    "4th": 4,
+}
+_YEAR = r"(?:19|20)\d{2}"
+_PERIODS = (
+    # "Q3 2023", "Q3-2023", "Q3 FY2023", "Q3 fiscal 2023"
+    re.compile(
+        rf"(?<![^\W_])Q([1-4])[\s_\-]*(?:of\s+)?(?:FY|fiscal(?:\s+year)?)?\s*'?({_YEAR})(?![^\W_])",
+        re.I,
+    ),
+    # "2023 Q3", "2023_Q3", "FY2023 Q3"
+    re.compile(rf"(?<![^\W_])(?:FY)?({_YEAR})[\s_\-]*Q([1-4])(?![^\W_])", re.I),
+    # "third quarter of 2023", "the second fiscal quarter of fiscal 2023", "3rd quarter 2023"
+    re.compile(
+        rf"\b(first|second|third|fourth|1st|2nd|3rd|4th)\s+(?:fiscal\s+)?quarter"
+        rf"(?:\s+(?:of|in|ended))?(?:\s+(?:fiscal(?:\s+year)?|FY))?\s*({_YEAR})\b",
+        re.I,
+    ),
+)
+
+
+def periods(text: str) -> list[str]:
+    """One spelling for every quarter a text names ("Q3 2023", "2023_Q3", "third quarter of
+    2023" → "2023q3"): a quarter and its year are one name, written many ways; a query about
+    "Q3 2022" must not match a filing of Q3 2023 as well as its own."""
+    out: dict[str, None] = {}
+    for number, pattern in enumerate(_PERIODS):
+        for match in pattern.finditer(text):
+            a, b = match.group(1), match.group(2)
+            if number == 0:
+                quarter, year = a, b
+            elif number == 1:
+                year, quarter = a, b
+            else:
+                quarter, year = str(_ORDINAL_QUARTER[a.lower()]), b
+            out.setdefault(f"{year}q{quarter}", None)
+    return list(out)
+
+
 def with_variants(text: str) -> str:
-    """`text` followed by the other spellings of its numbers and identifiers (see `variants`);
-    unchanged when it has none. Deterministic: variants in order of first occurrence."""
+    """`text` followed by the other spellings of its numbers and identifiers (see `variants`)
+    and of the quarters it names (see `periods`); unchanged when it has none. Deterministic:
+    variants in order of first occurrence."""
     extra: dict[str, None] = {}
     for match in _IDENTIFIER.finditer(text):
         for variant in variants(match.group(0)):
             extra.setdefault(variant, None)
+    for period in periods(text):
+        extra.setdefault(period, None)
     return f"{text}\n{' '.join(extra)}" if extra else text
 
 
@@ -168,9 +217,31 @@ def _register(index: tantivy.Index) -> tantivy.Index:
     return index
 
 
+# What a text indexes as (the analyzers, `with_variants`): bumped with every change, so that an
+# index written under another version is rebuilt from the artifacts at the next publish instead
+# of answering queries that are analysed differently from its documents.
+ANALYSIS_VERSION = 2  # 2: quarters ("Q3 2023", "third quarter of 2023" → "2023q3")
+ANALYSIS_FILE = "corpus_analysis.json"
+
+
 def create_index(path: Path) -> tantivy.Index:
     path.mkdir(parents=True, exist_ok=True)
-    return _register(tantivy.Index(schema(), path=str(path)))
+    index = _register(tantivy.Index(schema(), path=str(path)))
+    (path / ANALYSIS_FILE).write_text(json.dumps({"version": ANALYSIS_VERSION}), encoding="utf-8")
+    return index
+
+
+def analysis_version(path: Path) -> int:
+    """The analysis version an index was written under (1: before it was recorded)."""
+    marker = path / ANALYSIS_FILE
+    if not marker.is_file():
+        return 1
+    return int(json.loads(marker.read_text(encoding="utf-8"))["version"])
+
+
+def index_is_current(path: Path) -> bool:
+    """Whether the index at `path` has this code's fields and analysis (else it is rebuilt)."""
+    return field_names(path) == list(INDEX_FIELDS) and analysis_version(path) == ANALYSIS_VERSION
 
 
 def open_index(path: Path) -> tantivy.Index:

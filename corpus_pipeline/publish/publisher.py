@@ -543,10 +543,9 @@ def publish_namespace(
         if previous is not None and t.RESOURCES not in previous.lance_versions:
             changed = sorted(wanted)  # published before resources were stored: add them all
         index_base = previous
-        if previous is not None and ch.field_names(ns_dir / previous.tantivy_dir) != list(
-            ch.INDEX_FIELDS
-        ):
-            changed = sorted(wanted)  # an index of an earlier schema is rebuilt from scratch
+        if previous is not None and not ch.index_is_current(ns_dir / previous.tantivy_dir):
+            # An index of an earlier schema or analysis is rebuilt from scratch.
+            changed = sorted(wanted)
             index_base = None
         removed = sorted(d for d in published_docs if d not in wanted)
         unchanged = len(wanted) - len(changed)
