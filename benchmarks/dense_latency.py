@@ -37,6 +37,7 @@ from corpus_pipeline.contracts import ChunksFile
 from corpus_pipeline.contracts.search import DEFAULT_WEIGHTS, SearchRequest
 from corpus_pipeline.embeddings import LocalMiniLM, write_vectors
 from corpus_pipeline.publish.publisher import PublishItem, publish_namespace
+from query_service import dense
 from query_service.classic import classic_search
 from query_service.dense import dense_index, query_embedder
 from query_service.revision import open_revision
@@ -132,7 +133,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "dimension": index.spec.dimension,
         "space": index.spec.key,
         "vectors": "seeded random unit vectors (ranking cost depends on their count only)",
-        "search": "exact dot product over one float32 matrix (no ANN index)",
+        "search": (
+            "exact dot product over one float32 matrix"
+            if index.codes is None
+            else f"sign-bit (binary) candidates, {dense.CANDIDATE_SHARE:.0%} of the set, "
+            "rescored by exact dot product"
+        ),
         "weight": args.weight,
         "queries": len(queries),
         "matrix_load_seconds": round(load_seconds, 2),

@@ -62,8 +62,9 @@ CHANNEL_STUDY: dict[str, dict[str, float] | None] = {
     "term only": {"term": 1.0},
     "content + term": {"content": DEFAULT_WEIGHTS["content"], "term": DEFAULT_WEIGHTS["term"]},
     "fused without the page channel": {**DEFAULT_WEIGHTS, "page": 0.0},
-    "fused + document prior 0.5": {**DEFAULT_WEIGHTS, "document": 0.5},
-    "fused + document prior 1": {**DEFAULT_WEIGHTS, "document": 1.0},
+    "fused without the document channel": {**DEFAULT_WEIGHTS, "document": 0.0},
+    "fused, document channel 1": {**DEFAULT_WEIGHTS, "document": 1.0},
+    "fused, document channel 3": {**DEFAULT_WEIGHTS, "document": 3.0},
 }
 # With `--dense` (vectors of the local model, issue 17): the dense channel alone and fused at
 # each weight of the curve, scored per group (the weight is chosen on these numbers).

@@ -28,7 +28,8 @@ import numpy as np
 
 from corpus_pipeline.contracts.embeddings import EmbeddingSpec
 from corpus_pipeline.errors import CorpusError
-from corpus_pipeline.settings import CorpusSettings, LLMRole
+from corpus_pipeline.keypool import KeyPool, KeysExhausted, retry_after
+from corpus_pipeline.settings import CorpusSettings, EmbeddingsRole, LLMRole
 
 MODELS_DIR = Path(__file__).resolve().parent / "embedding_models"
 LOCAL_MODEL = "all-MiniLM-L6-v2-onnx-int8"
@@ -128,35 +129,67 @@ class LocalMiniLM:
 
 @dataclass
 class EndpointEmbedder:
-    """An OpenAI-compatible embeddings endpoint (the `embeddings` role)."""
+    """An OpenAI-compatible embeddings endpoint (the `embeddings` role): texts in batches, each
+    batch on the key with the most free capacity under the role's per-key rate limit; a batch
+    answered with HTTP 429 goes again at once on the next free key while the limited key rests
+    for the provider's Retry-After (`corpus_pipeline.keypool`)."""
 
     role: LLMRole
     dimension: int
     timeout: float
     batch: int = 64
-    _client: Any = field(default=None, repr=False)
+    pool: KeyPool | None = None  # default: one built from the role (tests inject a clock)
+    _clients: list[Any] = field(default_factory=list, repr=False)
 
     @property
     def spec(self) -> EmbeddingSpec:
         return EmbeddingSpec(provider="endpoint", model=self.role.model, dimension=self.dimension)
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _connect(self) -> None:
         import openai
 
-        if self._client is None:
-            self._client = openai.OpenAI(
-                base_url=self.role.base_url or None,
-                api_key=self.role.api_key.get_secret_value() or "not-set",
-                timeout=self.timeout,
-                max_retries=2,
+        keys = self.role.keys()
+        if self.pool is None:
+            per_minute = (
+                self.role.requests_per_minute if isinstance(self.role, EmbeddingsRole) else 60
             )
+            self.pool = KeyPool(len(keys), per_minute)
+        http = openai.DefaultHttpxClient(timeout=self.timeout)
+        self._clients = [
+            openai.OpenAI(
+                base_url=self.role.base_url or None,
+                api_key=key or "not-set",
+                timeout=self.timeout,
+                max_retries=0,  # a 429 is retried here, on the next free key
+                http_client=http,
+            )
+            for key in keys
+        ]
+
+    def _create(self, part: list[str]) -> Any:
+        import openai
+
+        if not self._clients:
+            self._connect()
+        assert self.pool is not None
+        for _ in range(2 * len(self._clients) + 1):
+            try:
+                index = self.pool.acquire()
+            except KeysExhausted as exc:
+                raise EmbeddingError(f"embedding endpoint: {exc}") from None
+            try:
+                return self._clients[index].embeddings.create(model=self.role.model, input=part)
+            except openai.RateLimitError as exc:
+                self.pool.cool_down(index, retry_after(exc.response.headers))
+            except openai.OpenAIError as exc:
+                raise EmbeddingError(f"embedding endpoint failed ({type(exc).__name__})") from None
+        raise EmbeddingError("embedding endpoint kept rate limiting (RateLimitError)")
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch):
             part = list(texts[start : start + self.batch])
-            try:
-                response = self._client.embeddings.create(model=self.role.model, input=part)
-            except openai.OpenAIError as exc:
-                raise EmbeddingError(f"embedding endpoint failed ({type(exc).__name__})") from None
+            response = self._create(part)
             data = sorted(response.data, key=lambda d: d.index)
             if len(data) != len(part):
                 raise EmbeddingError(

@@ -11,6 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from corpus_pipeline.keypool import split_keys
+
 
 class LLMRole(BaseModel):
     """Model settings of one LLM role; a role is enabled only when its model is set."""
@@ -22,6 +24,17 @@ class LLMRole(BaseModel):
     @property
     def enabled(self) -> bool:
         return bool(self.model)
+
+    def keys(self) -> list[str]:
+        """The role's API keys, comma-separated in `api_key` (one empty key when none is set: a
+        local endpoint needs none). The chat roles use the first."""
+        return split_keys(self.api_key.get_secret_value()) or [""]
+
+
+class EmbeddingsRole(LLMRole):
+    """The embeddings endpoint: its keys are rotated, each under `requests_per_minute`."""
+
+    requests_per_minute: int = Field(default=60, ge=1)
 
 
 class CorpusSettings(BaseSettings):
@@ -89,7 +102,7 @@ class CorpusSettings(BaseSettings):
     classification: LLMRole = Field(default_factory=LLMRole)
     # Dense channel (issue 17): off, the local ONNX model, or the `embeddings` role's endpoint.
     dense: Literal["off", "local", "endpoint"] = "off"
-    embeddings: LLMRole = Field(default_factory=LLMRole)
+    embeddings: EmbeddingsRole = Field(default_factory=EmbeddingsRole)
     embeddings_dimension: int = Field(default=1536, gt=0)
 
     @field_validator("home", mode="after")
@@ -124,10 +137,11 @@ class CorpusSettings(BaseSettings):
     def role(self, name: str) -> LLMRole:
         """A role's settings with the shared endpoint and key filled in where unset."""
         role: LLMRole = getattr(self, name)
-        return LLMRole(
-            model=role.model,
-            base_url=role.base_url or self.llm_base_url,
-            api_key=role.api_key if role.api_key.get_secret_value() else self.llm_api_key,
+        return role.model_copy(
+            update={
+                "base_url": role.base_url or self.llm_base_url,
+                "api_key": role.api_key if role.api_key.get_secret_value() else self.llm_api_key,
+            }
         )
 
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from corpus_pipeline.contracts.embeddings import EmbeddingSpec
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
 from corpus_pipeline.ingest import embed_documents_run, ingest, publish_namespace_run
 from corpus_pipeline.settings import load_settings
+from query_service import dense
 from query_service.classic import classic_search
-from query_service.dense import dense_index
+from query_service.dense import DenseIndex, dense_index, sign_codes
 from query_service.revision import open_revision
 
 NOTES = {
@@ -88,3 +91,44 @@ def test_a_revision_without_vectors_has_no_dense_channel(tmp_path: Path):
     assert dense_index(revision) is None
     response = classic_search(revision, SearchRequest(query=QUESTION, top_k=1, weights=DENSE_ONLY))
     assert response.results == [] or response.small_corpus
+
+
+def _clustered(rows: int, seed: int = 7) -> np.ndarray:
+    """Unit vectors around 50 centres (real embeddings cluster by topic; random ones do not)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((50, 384))
+    matrix = centres[rng.integers(0, 50, rows)] + 0.6 * rng.standard_normal((rows, 384))
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix.astype(np.float32)
+
+
+def test_sign_codes_pack_one_bit_per_dimension():
+    codes = sign_codes(np.array([[1.0, -1.0] * 192, [-0.5] * 384], dtype=np.float32))
+    assert codes.shape == (2, 6) and codes.dtype == np.uint64
+    assert int(np.bitwise_count(codes[0]).sum()) == 192 and int(codes[1].sum()) == 0
+
+
+def test_a_large_set_ranks_by_sign_codes_then_exact_scores_like_the_exact_scan():
+    data = _clustered(4020)
+    matrix, queries = data[:4000], data[4000:]  # queries near the same topics
+    ids = [f"c{i:05d}" for i in range(len(matrix))]
+    spec = EmbeddingSpec(provider="local", model="m", dimension=384)
+    exact = DenseIndex(spec, ids, matrix)
+    approximate = DenseIndex(spec, ids, matrix, sign_codes(matrix))
+    overlap = [
+        len({c for c, _ in exact.rank(q, 10)} & {c for c, _ in approximate.rank(q, 10)}) / 10
+        for q in queries
+    ]
+    assert approximate.candidates(queries[0], 10) is not None  # the pool is a part of the set
+    assert sum(overlap) / len(overlap) >= 0.9
+    top = approximate.rank(queries[0], 5)
+    assert [s for _, s in top] == sorted((s for _, s in top), reverse=True)
+
+
+def test_only_sets_above_the_exact_limit_get_sign_codes(monkeypatch):
+    spec = EmbeddingSpec(provider="local", model="m", dimension=384)
+    matrix = _clustered(300)
+    ids = [str(i) for i in range(300)]
+    assert DenseIndex.build(spec, ids, matrix).codes is None
+    monkeypatch.setattr(dense, "EXACT_UP_TO", 100)
+    assert DenseIndex.build(spec, ids, matrix).codes is not None

@@ -20,9 +20,10 @@ from corpus_pipeline.embeddings import (
     vectors_path,
 )
 from corpus_pipeline.ingest import ingest
-from corpus_pipeline.settings import LLMRole, load_settings
+from corpus_pipeline.keypool import KeyPool
+from corpus_pipeline.settings import EmbeddingsRole, LLMRole, load_settings
 
-from .openai_server import error, openai_server
+from .openai_server import Request, error, openai_server
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +91,66 @@ def test_an_endpoint_is_called_in_batches_with_its_model_and_key():
     assert embedder.spec.key == "endpoint:embed-small:4"
 
 
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_an_endpoint_rotates_its_batches_over_the_roles_keys():
+    with openai_server(_embedding_reply(4)) as server:
+        role = LLMRole(model="e", base_url=server.base_url, api_key="sk-one, sk-two")
+        EndpointEmbedder(role, dimension=4, timeout=5, batch=1).embed(["a", "b", "c", "d"])
+    assert server.api_keys == ["sk-one", "sk-two", "sk-one", "sk-two"]
+
+
+def test_a_rate_limited_batch_goes_again_on_the_next_key_and_the_limited_key_rests():
+    ok = _embedding_reply(4)
+
+    def reply(request: Request) -> Any:
+        if request.api_key == "sk-one":
+            return error(429, "slow down", {"Retry-After": "30"})
+        return ok(request.body)
+
+    clock = FakeClock()
+    with openai_server(on_request=reply) as server:
+        role = LLMRole(model="e", base_url=server.base_url, api_key="sk-one,sk-two")
+        pool = KeyPool(2, 60, clock=clock, sleep=clock.sleep)
+        vectors = EndpointEmbedder(role, 4, timeout=5, batch=1, pool=pool).embed(["a", "bb"])
+    assert vectors.shape == (2, 4)
+    assert server.api_keys == ["sk-one", "sk-two", "sk-two"]  # sk-one rests its 30 s
+    assert clock.slept == []
+
+
+def test_a_key_takes_no_more_than_its_requests_per_minute():
+    clock = FakeClock()
+    with openai_server(_embedding_reply(4)) as server:
+        role = EmbeddingsRole(
+            model="e", base_url=server.base_url, api_key="sk-one", requests_per_minute=2
+        )
+        pool = KeyPool(1, 2, clock=clock, sleep=clock.sleep)
+        EndpointEmbedder(role, 4, timeout=5, batch=1, pool=pool).embed(["a", "b", "c"])
+    assert len(server.requests) == 3
+    assert clock.slept == [60.0]  # the third batch waits for the first to leave the window
+
+
+def test_keys_that_stay_rate_limited_fail_naming_the_limit_and_no_key():
+    clock = FakeClock()
+    with openai_server(lambda body: error(429, "limit", {"Retry-After": "900"})) as server:
+        role = LLMRole(model="e", base_url=server.base_url, api_key="sk-secret-1,sk-secret-2")
+        pool = KeyPool(2, 60, clock=clock, sleep=clock.sleep)
+        with pytest.raises(EmbeddingError, match="rate limited") as raised:
+            EndpointEmbedder(role, 4, timeout=5, pool=pool).embed(["a"])
+    assert "sk-secret" not in str(raised.value) and "127.0.0.1" not in str(raised.value)
+
+
 def test_an_endpoint_error_is_told_by_its_type_only():
     with openai_server(lambda body: error(401, "bad key sk-secret at http://10.0.0.5")) as server:
         role = LLMRole(model="embed-small", base_url=server.base_url, api_key="sk-secret")
@@ -138,3 +199,17 @@ def test_a_chunk_is_embedded_under_its_title_and_section_path():
         "Apple Inc. Form 10-Q\nPART I > Item 2.\nNet sales rose."
     )
     assert embedding_text(None, [], "Net sales rose.") == "Net sales rose."
+
+
+def test_the_embeddings_roles_keys_and_rate_come_from_the_environment(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("CORPUS_DENSE", "endpoint")
+    monkeypatch.setenv("CORPUS_EMBEDDINGS__MODEL", "embed-small")
+    monkeypatch.setenv("CORPUS_EMBEDDINGS__API_KEY", "sk-a,sk-b,sk-c")
+    monkeypatch.setenv("CORPUS_EMBEDDINGS__REQUESTS_PER_MINUTE", "7")
+    embedder = embedder_for(load_settings(home=tmp_path))
+    assert isinstance(embedder, EndpointEmbedder)
+    with openai_server(_embedding_reply(1536)) as server:
+        embedder.role = embedder.role.model_copy(update={"base_url": server.base_url})
+        embedder.embed(["a"])
+    assert embedder.pool is not None
+    assert (len(embedder.pool), embedder.pool.requests_per_minute) == (3, 7)

@@ -3,9 +3,8 @@
 One `LLMClient` per role (planner, navigator), each with its own `LLMConfig`: base URL, model,
 several API keys and a per-key rate limit. The client
 
-- rotates among the keys, each within its own sliding one-minute window of request timestamps
-  (the key with the most free capacity wins, round-robin among equals); when no key is free it
-  sleeps until the earliest one frees up (clock and sleep are injectable);
+- rotates among the keys under per-key rate limits (`corpus_pipeline.keypool.KeyPool`: each key
+  in its own sliding one-minute window, sleeping when none is free; clock and sleep injectable);
 - retries an HTTP 429 at once with the next available key, the 429 key cooling down for its
   `Retry-After` (or `retry-after-ms`) or `default_cooldown_seconds`;
 - in JSON mode makes sure the word "json" is in the prompt (DeepSeek and OpenAI reject
@@ -22,14 +21,9 @@ the URL) is not chained.
 from __future__ import annotations
 
 import json
-import math
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any, cast
 
 import httpx
@@ -38,9 +32,9 @@ from openai.types import CompletionUsage
 from openai.types.chat import ChatCompletionMessageParam
 
 from corpus_pipeline.enrich.tokens import count_tokens
+from corpus_pipeline.keypool import KeyPool, KeysExhausted, retry_after
 
 JSON_INSTRUCTION = "Respond in JSON."
-WINDOW_SECONDS = 60.0
 
 Messages = str | Sequence[Mapping[str, Any]]
 
@@ -165,37 +159,10 @@ def _strip_fences(text: str) -> str:
     return body.strip()
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    """Seconds from `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
-    headers = exc.response.headers
-    try:
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            return max(0.0, float(ms) / 1000.0)
-        value = headers.get("retry-after")
-        if value is None:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            when = parsedate_to_datetime(value)
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=UTC)
-            return max(0.0, (when - datetime.now(UTC)).total_seconds())
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
 def _usage(reported: CompletionUsage) -> Usage:
     prompt = reported.prompt_tokens or 0
     done = reported.completion_tokens or 0
     return Usage(prompt, done, reported.total_tokens or prompt + done)
-
-
-@dataclass
-class _KeyState:
-    sent: deque[float] = field(default_factory=deque)
-    cooldown_until: float = -math.inf
 
 
 class LLMClient:
@@ -222,9 +189,14 @@ class LLMClient:
             )
             for key in config.api_keys
         ]
-        self._keys = [_KeyState() for _ in config.api_keys]
-        self._cursor = 0
-        self._lock = threading.Lock()
+        self._pool = KeyPool(
+            len(config.api_keys),
+            config.requests_per_minute,
+            default_cooldown_seconds=config.default_cooldown_seconds,
+            max_wait_seconds=config.max_wait_seconds,
+            clock=clock,
+            sleep=sleep,
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -236,56 +208,13 @@ class LLMClient:
         self.close()
 
     def __repr__(self) -> str:
-        return f"LLMClient(model={self.config.model!r}, keys={len(self._keys)})"
-
-    # -- key rotation -------------------------------------------------------------------
-
-    def _free_at(self, state: _KeyState, now: float) -> float:
-        """When the key can take its next request (<= now: free now)."""
-        while state.sent and state.sent[0] <= now - WINDOW_SECONDS:
-            state.sent.popleft()
-        at = state.cooldown_until
-        if len(state.sent) >= self.config.requests_per_minute:
-            at = max(
-                at, state.sent[len(state.sent) - self.config.requests_per_minute] + WINDOW_SECONDS
-            )
-        return at
+        return f"LLMClient(model={self.config.model!r}, keys={len(self._pool)})"
 
     def _acquire(self) -> int:
-        """Reserve a request slot on a key, sleeping until one is free; returns its index."""
-        while True:
-            with self._lock:
-                now = self._clock()
-                count = len(self._keys)
-                best: int | None = None
-                best_free = 0
-                earliest = math.inf
-                for step in range(count):
-                    index = (self._cursor + step) % count
-                    state = self._keys[index]
-                    at = self._free_at(state, now)
-                    if at > now:
-                        earliest = min(earliest, at)
-                        continue
-                    free = self.config.requests_per_minute - len(state.sent)
-                    if best is None or free > best_free:
-                        best, best_free = index, free
-                if best is not None:
-                    self._keys[best].sent.append(now)
-                    self._cursor = (best + 1) % count
-                    return best
-                wait = earliest - now
-            if wait > self.config.max_wait_seconds:
-                raise LLMError(
-                    f"all API keys are rate limited for {wait:.0f} s", kind="rate_limited"
-                )
-            self._sleep(wait)
-
-    def _cool_down(self, index: int, seconds: float | None) -> None:
-        with self._lock:
-            pause = self.config.default_cooldown_seconds if seconds is None else seconds
-            state = self._keys[index]
-            state.cooldown_until = max(state.cooldown_until, self._clock() + pause)
+        try:
+            return self._pool.acquire()
+        except KeysExhausted as exc:
+            raise LLMError(str(exc), kind="rate_limited") from None
 
     # -- calls --------------------------------------------------------------------------
 
@@ -306,7 +235,7 @@ class LLMClient:
                 return self._call(index, sent, json_mode, stream, max_tokens, temperature)
             except openai.RateLimitError as exc:
                 last_status = exc.status_code
-                self._cool_down(index, _retry_after(exc))
+                self._pool.cool_down(index, retry_after(exc.response.headers))
             except openai.APITimeoutError:
                 raise LLMError("LLM request timed out", kind="timeout") from None
             except openai.APIConnectionError:

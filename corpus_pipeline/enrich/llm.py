@@ -38,7 +38,7 @@ class ChatModel:
 
         self._client = OpenAI(
             base_url=self.role.base_url or None,
-            api_key=self.role.api_key.get_secret_value() or "not-set",
+            api_key=self.role.keys()[0] or "not-set",
             timeout=self.timeout,
             max_retries=1,
         )
