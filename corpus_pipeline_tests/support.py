@@ -124,7 +124,7 @@ def tables_of(ctx: ParseContext) -> list[dict[str, Any]]:
 
 def build_documents(
     settings: Any,
-    files: dict[str, bytes | str],
+    files: Mapping[str, bytes | str],
     namespace: str = "default",
     passwords: dict[str, str] | None = None,
     **record: Any,

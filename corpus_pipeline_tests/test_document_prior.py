@@ -4,13 +4,14 @@ document channel that brings the best chunks of the named documents into the fus
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
-from corpus_pipeline.contracts.search import SearchRequest
+from corpus_pipeline.contracts.search import SearchRequest, SearchResult
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import load_settings
 from query_service.classic import classic_search, shape_query
 from query_service.documents import Card, DocumentCards, card_for, name_words, opening_text
-from query_service.revision import open_revision
+from query_service.revision import Revision, open_revision
 
 from .support import build_documents
 
@@ -91,7 +92,7 @@ def test_the_opening_is_the_first_page_or_without_pages_the_first_chunks():
     assert card.text.split("\n")[:3] == ["q3.pdf", "T", "Cover title"]
 
 
-def _quarterlies(tmp_path):
+def _quarterlies(tmp_path: Path) -> Revision:
     """Three companies' quarterly reports that say the same, among notes that name nobody
     (a name is on at most a tenth of the cards)."""
     settings = load_settings(home=tmp_path)
@@ -112,7 +113,7 @@ def _quarterlies(tmp_path):
     return open_revision(settings.published_dir, "default")
 
 
-def _top(revision, query, weights):
+def _top(revision: Revision, query: str, weights: dict[str, float]) -> SearchResult:
     return classic_search(revision, SearchRequest(query=query, top_k=1, weights=weights)).results[0]
 
 
