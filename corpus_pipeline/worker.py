@@ -40,6 +40,8 @@ from corpus_pipeline.errors import (
     ParseLimitError,
     unexpected_error_message,
 )
+from corpus_pipeline.parsing.pdf import reads
+from corpus_pipeline.parsing.pdf.reads import PageReads
 from corpus_pipeline.secrets import get_password, set_password
 from corpus_pipeline.settings import CorpusSettings
 
@@ -181,6 +183,8 @@ class Job:
     settings: CorpusSettings
     password: str | None = field(default=None, repr=False)
     address_space_bytes: int = 0
+    # The profile's text reads of its sampled pages (`parsing.pdf.reads`), not read again.
+    page_reads: PageReads = field(default_factory=PageReads, repr=False)
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,7 @@ def run_parse_isolated(
         settings=settings,
         password=get_password(document_id),
         address_space_bytes=_address_space_limit(limits.megabytes),
+        page_reads=reads.take(source_path),
     )
     reader, writer = _CONTEXT.Pipe(duplex=False)
     worker = _CONTEXT.Process(
@@ -370,6 +375,7 @@ def _work(job: Job, conn: Connection) -> None:
         _limit_address_space(job.address_space_bytes)
     if job.password is not None:
         set_password(job.document_id, job.password)
+    reads.keep(job.source_path, job.page_reads)
     outcome: Outcome
     try:
         output = pipeline.run_parse(

@@ -155,3 +155,24 @@ def test_a_browser_printed_filing_reads_the_same_without_its_structure_tree():
     finally:
         kept.close()
         detached.close()
+
+
+def test_the_parse_reads_the_profiles_sampled_pages_and_gets_the_same_rows(tmp_path):
+    from corpus_pipeline.parsing.pdf import reads
+    from corpus_pipeline.pipeline import read_rows, run_parse, run_profile
+    from corpus_pipeline.settings import load_settings
+
+    settings = load_settings(home=tmp_path)
+    pdf = tmp_path / "two.pdf"
+    doc = pymupdf.open()
+    for text in ("Heading one\nBody text of the first page.", "Second page body text."):
+        doc.new_page().insert_text((72, 72), text)
+    doc.save(pdf)
+    profile = run_profile(pdf, pdf.name, settings=settings)
+    kept = reads.take(pdf)
+    assert sorted(kept.blocks) == [1, 2]
+    reads.keep(pdf, kept)
+    with_reads = run_parse("a", pdf, pdf.name, profile, tmp_path / "a", settings)
+    assert not reads.take(pdf).blocks, "the parse takes the reads"
+    without = run_parse("b", pdf, pdf.name, profile, tmp_path / "b", settings)
+    assert read_rows(with_reads.rows_path) == read_rows(without.rows_path)

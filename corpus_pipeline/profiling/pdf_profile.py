@@ -29,6 +29,7 @@ from corpus_pipeline.parsing.pdf.layout import (
     page_blocks,
     text_space,
 )
+from corpus_pipeline.parsing.pdf.reads import PageReads
 from corpus_pipeline.settings import CorpusSettings
 
 # PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
@@ -49,12 +50,17 @@ TOC_CAP = 2000
 _TEXT_PAGE_CHARS = 40
 
 
+_REPEATED = "... repeated N times..."
+
+
 def mupdf_messages() -> list[str]:
     """What MuPDF reported since the last call (repaired objects, unreadable colour spaces),
     distinct and in order, with object numbers folded so one cause counts once."""
     raw = _mupdf.TOOLS.mupdf_warnings(reset=True) or ""
     folded = (re.sub(r"\(\d+ 0 R\)|\d+", "N", line).strip() for line in raw.splitlines())
-    return list(dict.fromkeys(line for line in folded if line))
+    # MuPDF's "... repeated N times..." only says the line before came again (and whether it
+    # is printed depends on where the buffer was last read): the line itself is kept once.
+    return list(dict.fromkeys(line for line in folded if line and line != _REPEATED))
 
 
 def open_pdf(path: Path, password: str | None = None) -> Document:
@@ -136,9 +142,14 @@ def read_toc(doc: Document) -> list[PdfTocEntry]:
     return entries
 
 
-def _page_facts(page: Page, number: int) -> tuple[PdfPageFacts, Counter[str], Counter[float], str]:
+def _page_facts(
+    page: Page, number: int, reads: PageReads | None = None
+) -> tuple[PdfPageFacts, Counter[str], Counter[float], str]:
     textpage = page.get_textpage(flags=TEXT_FLAGS)  # one text read for layout and table probe
     blocks = page_blocks(page, number, textpage)
+    if reads is not None:  # the parse reads this page from here (`parsing.pdf.reads`)
+        reads.blocks[number] = blocks
+        reads.messages.extend(mupdf_messages())
     fonts: Counter[str] = Counter()
     sizes: Counter[float] = Counter()
     texts: list[str] = []
@@ -268,8 +279,11 @@ def split_plan(page_count: int, toc: list[PdfTocEntry], every: int) -> list[tupl
     return merged
 
 
-def profile_pdf(doc: Document, split_pages: int = 200) -> tuple[PdfProfile, str]:
-    """The PDF profile and a text sample (for the language guess)."""
+def profile_pdf(
+    doc: Document, split_pages: int = 200, reads: PageReads | None = None
+) -> tuple[PdfProfile, str]:
+    """The PDF profile and a text sample (for the language guess); with `reads`, the text
+    blocks of every sampled page are put there for the parse."""
     started = time.perf_counter()
     indexes = sample_pages(doc.page_count)
     facts: list[PdfPageFacts] = []
@@ -281,7 +295,7 @@ def profile_pdf(doc: Document, split_pages: int = 200) -> tuple[PdfProfile, str]
     for i in indexes:
         try:
             page = doc.load_page(i)
-            f, pf, ps, text = _page_facts(page, i + 1)
+            f, pf, ps, text = _page_facts(page, i + 1, reads)
         except part_errors():
             # One unreadable page is left out of the sample (`sampled_pages` counts the pages
             # read); the parse stage reads it again and records it as a lost page.

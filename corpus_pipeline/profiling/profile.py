@@ -235,6 +235,7 @@ def _text_facts(text: str, fmt: FileFormat) -> dict[str, object]:
 def _pdf_facts(
     path: Path, password: str | None, split_pages: int | None, settings: CorpusSettings | None
 ) -> dict[str, object]:
+    from corpus_pipeline.parsing.pdf.reads import PageReads, keep
     from corpus_pipeline.profiling.pdf_profile import llm_classification, open_pdf, profile_pdf
 
     every = split_pages or (
@@ -243,10 +244,12 @@ def _pdf_facts(
         else int(CorpusSettings.model_fields["pdf_split_pages"].default)
     )
     doc = open_pdf(path, password)
+    reads = PageReads()
     try:
-        pdf, sample = profile_pdf(doc, every)
+        pdf, sample = profile_pdf(doc, every, reads)
     finally:
         doc.close()
+    keep(path, reads)  # the parse of this file reads its sampled pages from here
     label = llm_classification(sample, settings) if settings is not None else None
     if label:
         pdf = pdf.model_copy(update={"classification": label})

@@ -23,6 +23,7 @@ from corpus_pipeline.contracts import PdfProfile, PdfTocEntry, RowType
 from corpus_pipeline.dates import declared_pdf_date
 from corpus_pipeline.enrich.llm import ChatModel
 from corpus_pipeline.parsing.base import ParseContext, part_errors
+from corpus_pipeline.parsing.pdf import reads
 from corpus_pipeline.parsing.pdf.headings import (
     CAPTION,
     LLMJudge,
@@ -90,6 +91,7 @@ def parse_pdf(ctx: ParseContext) -> None:
     from corpus_pipeline.profiling.pdf_profile import mupdf_messages, open_pdf, profile_pdf
 
     mupdf_messages()  # start from a clean slate: only this file's messages are recorded
+    carried: list[str] = []
     doc = open_pdf(ctx.source_path, ctx.password)
     try:
         ctx.declared_title = (doc.metadata or {}).get("title") or None
@@ -97,10 +99,12 @@ def parse_pdf(ctx: ParseContext) -> None:
         pdf = ctx.profile.pdf
         if pdf is None:
             pdf, _ = profile_pdf(doc, _setting(ctx, "pdf_split_pages"))
-        _Reader(ctx, doc, pdf).run()
+        reader = _Reader(ctx, doc, pdf)
+        carried = reader.page_reads.messages  # read with the profile's page reads
+        reader.run()
     finally:
         doc.close()
-        messages = mupdf_messages()
+        messages = list(dict.fromkeys([*carried, *mupdf_messages()]))
         if messages:
             shown = "; ".join(messages[:5]) + (
                 f" (+{len(messages) - 5} more)" if len(messages) > 5 else ""
@@ -187,6 +191,7 @@ class _Reader:
         self.cuts: dict[int, list[float]] = {}  # column gutters per page (reading order)
         self.toc = [e for e in pdf.toc if 1 <= e.page <= doc.page_count]
         self.sampled_tables = {f.page: f.table_likely for f in pdf.pages}
+        self.page_reads = reads.take(ctx.source_path)  # the profile's reads of sampled pages
         self.toc_trusted = False
         self.tables = _optional("pdf_tables")
         self.images = _optional("pdf_images")
@@ -323,8 +328,11 @@ class _Reader:
             page = self.doc.load_page(number - 1)
             space = text_space(page)
             p.width, p.height = space.width, space.height
-            textpage = page.get_textpage(flags=TEXT_FLAGS)  # shared with the table reads
-            p.blocks = page_blocks(page, number, textpage)
+            textpage: Any = None  # built when a read needs it, then shared with the table reads
+            known = self.page_reads.blocks.pop(number, None)
+            if known is None:
+                textpage = page.get_textpage(flags=TEXT_FLAGS)
+            p.blocks = page_blocks(page, number, textpage) if known is None else known
         if read.failed:
             return p
         chars = _layer_chars(p)
@@ -357,9 +365,12 @@ class _Reader:
             ):
                 # The profile already asked `table_likely` for its sampled pages.
                 known = self.sampled_tables.get(number)
-                view = self.tables.PageView(page, textpage)  # one read for test and finder
-                if known if known is not None else self.tables.table_likely(view):
-                    p.tables = list(self.tables.find_tables(view, number, ctx.diagnostics))
+                if known is not False:
+                    if textpage is None:
+                        textpage = page.get_textpage(flags=TEXT_FLAGS)
+                    view = self.tables.PageView(page, textpage)  # one read for test and finder
+                    if known or self.tables.table_likely(view):
+                        p.tables = list(self.tables.find_tables(view, number, ctx.diagnostics))
         if self.images is not None:
             with ctx.part(
                 "image",
