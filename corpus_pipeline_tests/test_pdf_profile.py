@@ -157,14 +157,14 @@ def test_a_browser_printed_filing_reads_the_same_without_its_structure_tree():
         detached.close()
 
 
-def test_the_parse_reads_the_profiles_sampled_pages_and_gets_the_same_rows(tmp_path):
+def test_the_parse_reads_the_profiles_sampled_pages_and_gets_the_same_rows(tmp_path: Path) -> None:
     from corpus_pipeline.parsing.pdf import reads
     from corpus_pipeline.pipeline import read_rows, run_parse, run_profile
     from corpus_pipeline.settings import load_settings
 
     settings = load_settings(home=tmp_path)
     pdf = tmp_path / "two.pdf"
-    doc = pymupdf.open()
+    doc = mu.open()
     for text in ("Heading one\nBody text of the first page.", "Second page body text."):
         doc.new_page().insert_text((72, 72), text)
     doc.save(pdf)
