@@ -192,3 +192,18 @@ def truncated_copy(source: Path, tmp_path: Path, keep: int = 400) -> Path:
     broken = tmp_path / f"broken{source.suffix}"
     broken.write_bytes(source.read_bytes()[:keep])
     return broken
+
+
+class FakeTime:
+    """A clock that only moves when the client sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds

@@ -24,6 +24,7 @@ from corpus_pipeline.keypool import KeyPool
 from corpus_pipeline.settings import EmbeddingsRole, LLMRole, load_settings
 
 from .openai_server import Request, error, openai_server
+from .support import FakeTime
 
 
 @pytest.fixture(scope="module")
@@ -91,19 +92,6 @@ def test_an_endpoint_is_called_in_batches_with_its_model_and_key():
     assert embedder.spec.key == "endpoint:embed-small:4"
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
 def test_an_endpoint_rotates_its_batches_over_the_roles_keys():
     with openai_server(_embedding_reply(4)) as server:
         role = LLMRole(model="e", base_url=server.base_url, api_key="sk-one, sk-two")
@@ -119,33 +107,33 @@ def test_a_rate_limited_batch_goes_again_on_the_next_key_and_the_limited_key_res
             return error(429, "slow down", {"Retry-After": "30"})
         return ok(request.body)
 
-    clock = FakeClock()
+    clock = FakeTime()
     with openai_server(on_request=reply) as server:
         role = LLMRole(model="e", base_url=server.base_url, api_key="sk-one,sk-two")
-        pool = KeyPool(2, 60, clock=clock, sleep=clock.sleep)
+        pool = KeyPool(2, 60, clock=clock.clock, sleep=clock.sleep)
         vectors = EndpointEmbedder(role, 4, timeout=5, batch=1, pool=pool).embed(["a", "bb"])
     assert vectors.shape == (2, 4)
     assert server.api_keys == ["sk-one", "sk-two", "sk-two"]  # sk-one rests its 30 s
-    assert clock.slept == []
+    assert clock.sleeps == []
 
 
 def test_a_key_takes_no_more_than_its_requests_per_minute():
-    clock = FakeClock()
+    clock = FakeTime()
     with openai_server(_embedding_reply(4)) as server:
         role = EmbeddingsRole(
             model="e", base_url=server.base_url, api_key="sk-one", requests_per_minute=2
         )
-        pool = KeyPool(1, 2, clock=clock, sleep=clock.sleep)
+        pool = KeyPool(1, 2, clock=clock.clock, sleep=clock.sleep)
         EndpointEmbedder(role, 4, timeout=5, batch=1, pool=pool).embed(["a", "b", "c"])
     assert len(server.requests) == 3
-    assert clock.slept == [60.0]  # the third batch waits for the first to leave the window
+    assert clock.sleeps == [60.0]  # the third batch waits for the first to leave the window
 
 
 def test_keys_that_stay_rate_limited_fail_naming_the_limit_and_no_key():
-    clock = FakeClock()
+    clock = FakeTime()
     with openai_server(lambda body: error(429, "limit", {"Retry-After": "900"})) as server:
         role = LLMRole(model="e", base_url=server.base_url, api_key="sk-secret-1,sk-secret-2")
-        pool = KeyPool(2, 60, clock=clock, sleep=clock.sleep)
+        pool = KeyPool(2, 60, clock=clock.clock, sleep=clock.sleep)
         with pytest.raises(EmbeddingError, match="rate limited") as raised:
             EndpointEmbedder(role, 4, timeout=5, pool=pool).embed(["a"])
     assert "sk-secret" not in str(raised.value) and "127.0.0.1" not in str(raised.value)

@@ -22,24 +22,10 @@ from query_service.llm import (
 )
 
 from .openai_server import ReplyResult, Request, completion, error, openai_server, stream_completion
+from .support import FakeTime
 
 KEY_A = "sk-test-key-aaaa"
 KEY_B = "sk-test-key-bbbb"
-
-
-class FakeTime:
-    """A clock that only moves when the client sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def make_client(
