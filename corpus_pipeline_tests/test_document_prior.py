@@ -141,3 +141,21 @@ def test_the_latest_of_a_named_series_comes_first(tmp_path):
     result = _top(revision, query, {"content": 1.0, "document": 1.0})
     assert result.source_file_name == "globex_2023_Q3.md"
     assert result.channels["document"] == 0
+
+
+def test_a_passage_two_filings_share_is_cited_in_the_filing_the_query_names(tmp_path):
+    settings = load_settings(home=tmp_path)
+    shared = "Inventories are stated at average cost, subject to the lower of cost or value.\n"
+    for name, day in (("globex_2023_Q2.md", date(2023, 7, 1)), ("globex_2023_Q3.md", None)):
+        build_documents(settings, {name: f"# Inventories\n\n{shared}"}, document_date=day)
+    notes = {f"note-{i}.md": f"# Note {i}\n\nDucks dive for mussels {i}.\n" for i in range(19)}
+    build_documents(settings, notes)
+    publish(settings)
+    revision = open_revision(settings.published_dir, "default")
+    weights = {"content": 1.0, "document": 1.0}
+    for quarter, expected in (("second", "globex_2023_Q2.md"), ("third", "globex_2023_Q3.md")):
+        query = f"How are inventories stated at Globex in the {quarter} quarter of 2023?"
+        top = _top(revision, query, weights)
+        assert len(top.occurrences) == 2, "one chunk, printed in both filings"
+        assert top.source_file_name == expected
+        assert top.occurrences[0].source_file_name == expected

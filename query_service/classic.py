@@ -49,7 +49,10 @@ _FILTER_FIELDS = {
 _CONTENT_WORDS_ONLY = {"path", "term"}
 UBIQUITOUS_SHARE = 0.5
 PATH_MIN_SHARE = 0.35
-MIN_DEPTH = 50
+# Each channel's list is read this deep before fusion: a chunk a channel ranks 120th still adds
+# its share to one that other channels rank high (measured on the real-world set: page-hit@5
+# 0.673 at 50, 0.678 at 100, 0.683 at 200 and 400; 10-Q filings 0.500 → 0.550).
+MIN_DEPTH = 200
 # Chunks the dense channel ranks (its hits are mapped into the index one by one).
 DENSE_DEPTH = 100
 # The document channel: the best chunks of the PRIOR_DOCUMENTS documents whose cards match the
@@ -283,16 +286,23 @@ def _result(
     request: SearchRequest,
     superseded: frozenset[str] = frozenset(),
     pages: PageReference = NO_PAGES,
+    named: Sequence[str] = (),
 ) -> SearchResult | None:
     """A cited result, or None when exclusions remove every place the content occurs; a place
-    in a superseded document is cited after the others, a place on a page the question names
-    before them (identical content printed on several pages is one chunk)."""
+    in a superseded document is cited after the others, a place in a document the question
+    names (best named first) or on a page it names before them (identical content printed in
+    several filings of a series, or on several pages, is one chunk)."""
     locations = [loc for loc in payload["occurrences"] if not _excluded(loc, request)]
     if not locations:
         return None
-    if superseded or pages:
+    if superseded or pages or named:
+        order = {document_id: i for i, document_id in enumerate(named)}
         locations.sort(
-            key=lambda loc: (loc["document_id"] in superseded, not on_named_page(loc, pages))
+            key=lambda loc: (
+                loc["document_id"] in superseded,
+                order.get(loc["document_id"], len(order)),
+                not on_named_page(loc, pages),
+            )
         )
     first = locations[0]
     return SearchResult(
@@ -521,7 +531,9 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             results = []
             for fused in weighted_rrf(ranked, weights, scores=channel_scores):
                 payload = _payload(revision, addresses[fused.key])
-                result = _result(payload, fused.score, fused.ranks, request, older, pages)
+                result = _result(
+                    payload, fused.score, fused.ranks, request, older, pages, documents
+                )
                 if result is not None:
                     results.append(result)
                     if len(results) == request.top_k and not older:
