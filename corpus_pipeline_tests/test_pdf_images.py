@@ -6,9 +6,13 @@ import io
 from typing import Any
 
 import pymupdf as _pymupdf
+import pytest
 from PIL import Image, ImageDraw
 
+from corpus_pipeline.parsing.pdf.layout import image_coverage, places_no_image
 from corpus_pipeline.parsing.pdf_images import PdfImage, drop_repeated, extract_images
+
+from .support import REALWORLD_DOCS
 
 mu: Any = _pymupdf  # PyMuPDF is untyped; keep mypy --strict quiet at one place
 
@@ -133,3 +137,66 @@ def test_transparent_png_keeps_its_alpha() -> None:
     with Image.open(io.BytesIO(image.data)) as out:
         assert out.mode == "RGBA"
         assert out.getpixel((5, 5))[3] == 128  # type: ignore[index]
+
+
+# -- the cheap "no image here" test before PyMuPDF's image listing ------------------------------
+
+
+def _inline_image_page() -> Any:
+    doc = _doc(1)
+    page = doc[0]
+    page.insert_text((72, 72), "a caption")
+    xref = page.get_contents()[0]
+    stream = (
+        doc.xref_stream(xref)
+        + b"\nq 200 0 0 200 72 100 cm BI /W 2 /H 2 /BPC 8 /CS /G ID \x00\xff\xff\x00 EI Q\n"
+    )
+    doc.update_stream(xref, stream)
+    return doc
+
+
+def test_a_text_only_page_places_no_image() -> None:
+    doc = _doc(1)
+    doc[0].insert_text((72, 72), "Revenue grew in the quarter.")
+    assert places_no_image(doc[0])
+    assert image_coverage(doc[0]) == 0.0
+
+
+def test_a_placed_image_is_seen_and_its_area_measured() -> None:
+    doc = _doc(1)
+    doc[0].insert_image(PHOTO_RECT, stream=_png())
+    assert not places_no_image(doc[0])
+    expected = abs(PHOTO_RECT) / abs(doc[0].rect)
+    assert abs(image_coverage(doc[0]) - expected) < 1e-3
+
+
+def test_an_image_inside_a_form_xobject_is_seen() -> None:
+    source = _doc(1)
+    source[0].insert_image(PHOTO_RECT, stream=_png())
+    doc = _doc(1)
+    doc[0].show_pdf_page(doc[0].rect, source, 0)  # the page becomes a form XObject
+    assert not places_no_image(doc[0])
+    assert image_coverage(doc[0]) > 0.1
+
+
+def test_an_inline_image_is_seen() -> None:
+    doc = _inline_image_page()
+    assert doc[0].get_image_info(), "MuPDF sees the inline image"
+    assert not places_no_image(doc[0])
+
+
+def test_on_real_pdfs_no_page_said_imageless_places_an_image() -> None:
+    """Patterns, soft masks and Type3 glyphs draw images too (a headset manual's ruled bars);
+    the cheap test must never call such a page imageless."""
+    names = ["honor_watch_gs_pro.pdf", "stereo_headset.pdf", "2023_Q3_AAPL.pdf"]
+    files = [REALWORLD_DOCS / n for n in names if (REALWORLD_DOCS / n).is_file()]
+    if not files:
+        pytest.skip("the real-world set is not beside the checkout")
+    said_imageless = 0
+    for path in files:
+        with mu.open(path) as doc:
+            for page in doc:
+                if places_no_image(page):
+                    said_imageless += 1
+                    assert page.get_image_info() == [], f"{path.name} page {page.number + 1}"
+    assert said_imageless > 20, "the test saves the text read on ordinary pages"

@@ -109,12 +109,12 @@ def _placements(
     import pymupdf
 
     mu: Any = pymupdf
+    new = [int(item[0]) for item in page_api.get_images() if int(item[0]) not in seen_xrefs]
+    if not new:
+        return []  # every placement would get xref 0 (skipped): no text read for nothing
     infos: list[dict[str, Any]] = page_api.get_image_info(hashes=True)
     digests: dict[bytes, int] = {}
-    for item in page_api.get_images():
-        xref = int(item[0])
-        if xref in seen_xrefs:
-            continue
+    for xref in new:
         with sink.part(
             "image",
             f"image on page {page_number} could not be decoded; skipped",

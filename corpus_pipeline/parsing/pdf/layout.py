@@ -7,6 +7,7 @@ column between full-width blocks (titles, abstracts, wide figures), a one-level 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import statistics
@@ -45,12 +46,63 @@ def text_space(page: Any) -> Any:
     return page.rect * page.derotation_matrix
 
 
+_INLINE_IMAGE = re.compile(rb"\bBI\b")
+# What in a resource graph can draw an image: image XObjects, patterns and shadings (which may
+# hold images), soft masks, Type3 glyphs (content streams of their own).
+_IMAGE_SOURCE = re.compile(r"/(?:Image|Pattern|Shading|SMask|Type3)\b")
+_REFERENCE = re.compile(r"\b(\d+) 0 R\b")
+# A font other than Type3 draws glyphs only: what it references (widths, descriptor, font file,
+# encoding) is not followed.
+_FONT = re.compile(r"/Type\s*/Font(?:Descriptor)?\b")
+MAX_RESOURCE_OBJECTS = 400
+
+
+def places_no_image(page: Any) -> bool:
+    """Whether the page certainly draws no image, read from its resource graph and content
+    streams (well under a millisecond) before `get_image_info`, which reads the whole page as
+    text again (~8 ms on a filing page): no object reachable from its resources that can draw
+    an image, no inline image (`BI`) in its content or its forms', no annotation (an appearance
+    may draw one). Anything unsure (inherited resources, a very large graph, a read error)
+    says False, so the exact read decides."""
+    doc = page.parent
+    try:
+        if page.first_annot is not None or _INLINE_IMAGE.search(page.read_contents()):
+            return False
+        kind, value = doc.xref_get_key(page.xref, "Resources")
+        if kind not in ("dict", "xref"):
+            return False  # inherited from the page tree: not followed here
+        texts = [value]
+        seen: set[int] = set()
+        while texts:
+            text = texts.pop()
+            if _IMAGE_SOURCE.search(text):
+                return False
+            for match in _REFERENCE.finditer(text):
+                xref = int(match.group(1))
+                if xref in seen:
+                    continue
+                seen.add(xref)
+                if len(seen) > MAX_RESOURCE_OBJECTS:
+                    return False
+                source = doc.xref_object(xref, compressed=True)
+                if "/Form" in source and _INLINE_IMAGE.search(doc.xref_stream(xref) or b""):
+                    return False
+                if _FONT.search(source) and not _IMAGE_SOURCE.search(source):
+                    continue
+                texts.append(source)
+    except part_errors():
+        return False
+    return True
+
+
 def image_coverage(page: Any) -> float:
     """Share of the page area covered by placed images (0..1); the scan/atlas evidence."""
     rect = text_space(page)
     area = max(rect.width * rect.height, 1.0)
     covered = 0.0
     try:
+        if places_no_image(page):
+            return 0.0
         for info in page.get_image_info():
             box = _mupdf.Rect(info["bbox"]) & rect
             covered += max(box.width, 0) * max(box.height, 0)
@@ -108,39 +160,46 @@ def page_blocks(page: Page, page_number: int, textpage: Any = None) -> list[Bloc
     return blocks
 
 
-def _line(raw: dict[str, object]) -> Line | None:
+@functools.lru_cache(maxsize=4096)
+def _font_style(font: str) -> tuple[bool, bool]:
+    """(bold, italic) by the font's name; a filing has a few fonts and ~100k spans."""
+    return bool(_BOLD_NAME.search(font)), bool(_ITALIC_NAME.search(font))
+
+
+def _line(raw: dict[str, Any]) -> Line | None:
     spans = raw.get("spans") or []
-    assert isinstance(spans, list)
-    text = "".join(str(s.get("text", "")) for s in spans)
+    texts = [str(s.get("text", "")) for s in spans]
+    text = "".join(texts)
     if not text.strip():
         return None
-    sizes: Counter[float] = Counter()
-    fonts: Counter[str] = Counter()
+    # Dominant size and font by characters (the first of equals, as `Counter.most_common`).
+    sizes: dict[float, int] = {}
+    fonts: dict[str, int] = {}
     bold_chars = italic_chars = chars = 0
-    for s in spans:
-        n = len(str(s.get("text", "")).strip())
+    for s, span_text in zip(spans, texts, strict=True):
+        n = len(span_text.strip())
         if not n:
             continue
         size = round(float(s.get("size", 0.0)) * 2) / 2
         font = str(s.get("font", ""))
-        sizes[size] += n
-        fonts[font] += n
+        sizes[size] = sizes.get(size, 0) + n
+        fonts[font] = fonts.get(font, 0) + n
         chars += n
         flags = int(s.get("flags", 0))
-        if flags & 16 or _BOLD_NAME.search(font):
+        bold, italic = _font_style(font)
+        if flags & 16 or bold:
             bold_chars += n
-        if flags & 2 or _ITALIC_NAME.search(font):
+        if flags & 2 or italic:
             italic_chars += n
     if not chars:
         return None
-    bbox = raw.get("bbox")
-    assert isinstance(bbox, (tuple, list))
+    bbox = raw["bbox"]
     return Line(
         text=" ".join(text.split()),
         bbox=(float(bbox[0]), float(bbox[1]), float(bbox[2]), float(bbox[3])),
-        size=sizes.most_common(1)[0][0],
+        size=max(sizes, key=sizes.__getitem__),
         bold=bold_chars * 2 > chars,
-        font=fonts.most_common(1)[0][0],
+        font=max(fonts, key=fonts.__getitem__),
         italic=italic_chars * 2 > chars,
     )
 
