@@ -8,7 +8,9 @@ for those its questions give one type, `--all` for all 117), in one run, side by
   seconds summed over the documents, as pages/s each and together ("pipeline work");
 - **ingest, 1 worker** and **ingest, N workers** (`corpus_pipeline.ingest.ingest`, the path of
   `corpus ingest`: every Dagster asset and contract check, each into a fresh CORPUS_HOME): wall
-  time and pages/s to chunks; the batch's parallel speed-up is their ratio;
+  time and pages/s to chunks, and how many cores the machine kept busy meanwhile (OCR runs
+  Tesseract on several pages at once, so one worker can already use both); the batch's
+  parallel speed-up is their ratio;
 - **without Dagster**: the very code of each document's step (`defs.documents.run_document`:
   source, profile, parse in its worker process, chunks, nav, manifest and the contract checks)
   called directly, one document after another, into a fresh CORPUS_HOME;
@@ -145,6 +147,17 @@ def table_flags(files: Sequence[Path]) -> dict[str, Any]:
     }
 
 
+def cpu_jiffies() -> tuple[int, int, int]:
+    """(busy, total) CPU ticks of the whole machine since boot and its core count, from
+    /proc/stat: over a run, busy/total × cores is how many cores the run kept busy (OCR's
+    Tesseract processes and the parse workers included, which per-process counters miss)."""
+    lines = Path("/proc/stat").read_text().splitlines()
+    ticks = [int(v) for v in lines[0].split()[1:]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+    cores = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    return sum(ticks) - idle, sum(ticks), cores
+
+
 def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
     """`corpus ingest` of the files into a fresh home with `workers` processes, then publish."""
     inbox = workdir / f"inbox-{workers}"
@@ -154,14 +167,17 @@ def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, 
     settings = load_settings(
         home=workdir / f"home-{workers}", object_store_url="", ingest_workers=workers
     )
-    started = time.perf_counter()
+    started, busy = time.perf_counter(), cpu_jiffies()
     results = ingest([inbox], settings)
     seconds = time.perf_counter() - started
+    end = cpu_jiffies()
+    cores = (end[0] - busy[0]) / max(end[1] - busy[1], 1) * end[2]
     mark = time.perf_counter()
     published = publish_namespace_run(settings, settings.namespace)
     return {
         "workers": workers,
         "seconds": round(seconds, 2),
+        "cores_busy": round(cores, 2),
         "failed": {r.source_file_name: r.error for r in results if r.status != "ok"},
         "document_seconds": {r.source_file_name: round(r.seconds, 2) for r in results},
         "publish_seconds": round(time.perf_counter() - mark, 2),

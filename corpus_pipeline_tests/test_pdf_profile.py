@@ -176,3 +176,36 @@ def test_the_parse_reads_the_profiles_sampled_pages_and_gets_the_same_rows(tmp_p
     assert not reads.take(pdf).blocks, "the parse takes the reads"
     without = run_parse("b", pdf, pdf.name, profile, tmp_path / "b", settings)
     assert read_rows(with_reads.rows_path) == read_rows(without.rows_path)
+
+
+def test_the_table_finder_reads_what_the_profiles_probe_read(tmp_path: Path) -> None:
+    """A page the probe flags keeps the probe's words, drawings, spans and blocks; the parse's
+    table finder uses them (through the worker process) and finds the same table."""
+    from corpus_pipeline.parsing.pdf import reads
+    from corpus_pipeline.pipeline import read_rows, run_parse, run_profile
+    from corpus_pipeline.settings import load_settings
+
+    from .test_pdf_tables import _draw_table
+
+    settings = load_settings(home=tmp_path)
+    pdf = tmp_path / "table.pdf"
+    doc = mu.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "Net sales by category were as follows:")
+    rows = [["Category", "2023", "2022"], ["iPhone", "39,669", "40,665"], ["Mac", "6,840", "7,382"]]
+    _draw_table(page, 100.0, rows)
+    doc.new_page().insert_text((72, 72), "A page of prose without any table on it.")
+    doc.save(pdf)
+    profile = run_profile(pdf, pdf.name, settings=settings)
+    kept = reads.take(pdf)
+    assert sorted(kept.tables) == [1], "only the flagged page's probe reads are kept"
+    assert {"words", "paths", "spans", "blocks"} <= set(kept.tables[1])
+    assert "textpage" not in kept.tables[1] and "page" not in kept.tables[1]
+    reads.keep(pdf, kept)
+    with_reads = run_parse("a", pdf, pdf.name, profile, tmp_path / "a", settings)
+    assert not reads.take(pdf).tables, "the parse takes them"
+    without = run_parse("b", pdf, pdf.name, profile, tmp_path / "b", settings)
+    rows_read = read_rows(with_reads.rows_path)
+    assert rows_read == read_rows(without.rows_path)
+    tables = [r for r in rows_read if r.row_type == "table"]
+    assert len(tables) == 1 and "39,669" in tables[0].text

@@ -278,17 +278,18 @@ def _clusters(rects: Iterable[Rect], texts: list[Rect]) -> list[Rect]:
 
 
 def _neighbours(a: Rect, b: Rect) -> bool:
-    """Some corner coordinate of one lies within SNAP of the other's extent on both axes."""
+    """Some corner coordinate of one lies within SNAP of the other's extent on both axes.
 
-    def near(v: float, lo: float, hi: float) -> bool:
-        return lo - SNAP <= v <= hi + SNAP
-
+    Written out (no helper calls): clustering asks this for every pair of a page's graphics."""
+    s = SNAP
+    if a[0] > b[2] + s or b[0] > a[2] + s or a[1] > b[3] + s or b[1] > a[3] + s:
+        return False  # apart on one axis: no corner can be near
     return (
-        (near(a[0], b[0], b[2]) or near(a[2], b[0], b[2]))
-        and (near(a[1], b[1], b[3]) or near(a[3], b[1], b[3]))
+        (b[0] - s <= a[0] <= b[2] + s or b[0] - s <= a[2] <= b[2] + s)
+        and (b[1] - s <= a[1] <= b[3] + s or b[1] - s <= a[3] <= b[3] + s)
     ) or (
-        (near(b[0], a[0], a[2]) or near(b[2], a[0], a[2]))
-        and (near(b[1], a[1], a[3]) or near(b[3], a[1], a[3]))
+        (a[0] - s <= b[0] <= a[2] + s or a[0] - s <= b[2] <= a[2] + s)
+        and (a[1] - s <= b[1] <= a[3] + s or a[1] - s <= b[3] <= a[3] + s)
     )
 
 

@@ -77,6 +77,14 @@ class PageView:
         if textpage is not None:
             self.textpage = textpage  # the parser's own, shared with its layout read
 
+    def reads(self) -> dict[str, Any]:
+        """What this view has read so far (plain data: it can travel to a worker process)."""
+        return {k: v for k, v in vars(self).items() if k not in ("page", "textpage")}
+
+    def keep_reads(self, reads: dict[str, Any]) -> None:
+        """Another view's reads of the same page: not read again here."""
+        vars(self).update(reads)
+
     @cached_property
     def textpage(self) -> Any:
         from corpus_pipeline.parsing.pdf.layout import TEXT_FLAGS

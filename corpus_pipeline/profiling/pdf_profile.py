@@ -175,19 +175,27 @@ def _page_facts(
         max_font_size=max_size,
         image_coverage=round(image_coverage(page), 3),
         columns=columns,
-        table_likely=_table_likely(page, textpage),
+        table_likely=_table_likely(page, number, textpage, reads),
     )
     return facts, fonts, sizes, "\n".join(texts)
 
 
-def _table_likely(page: Page, textpage: Any) -> bool:
-    """Ask the table module (another engineer's) if it exists yet; never fails the profile."""
+def _table_likely(page: Page, number: int, textpage: Any, reads: PageReads | None) -> bool:
+    """Ask the table module (another engineer's) if it exists yet; never fails the profile.
+    With `reads`, a flagged page's reads (the finder's too, from the same text page) are kept
+    for the parse."""
     try:
         from corpus_pipeline.parsing import pdf_tables  # type: ignore[attr-defined]
     except ImportError:
         return False
     try:
-        return bool(pdf_tables.table_likely(pdf_tables.PageView(page, textpage)))
+        view = pdf_tables.PageView(page, textpage)
+        likely = bool(pdf_tables.table_likely(view))
+        if likely and reads is not None:
+            _ = view.words, view.spans, view.blocks, view.paths  # what the finder reads
+            reads.tables[number] = view.reads()
+            reads.messages.extend(mupdf_messages())
+        return likely
     except part_errors():  # a probe; the parser's table finder reports a damaged page
         return False
 

@@ -269,7 +269,10 @@ def side_by_side(seg: Segment, page_lines: list[Line], cuts: list[float]) -> boo
         if _same_baseline(a, b) and not label:
             return True
     for ln in seg.lines:
+        top, bottom = ln.bbox[1], ln.bbox[3]
         for other in page_lines:
+            if other.bbox[1] >= bottom or other.bbox[3] <= top:
+                continue  # no vertical overlap (most lines of the page): cheap before the rest
             if id(other) in own or not other.text.strip() or not _same_baseline(ln, other):
                 continue
             if other.bbox[2] <= ln.bbox[0] + 1.0 and _LABEL_ONLY.match(other.text.strip()):

@@ -2,7 +2,8 @@
 
 Profiling a PDF reads the styled text blocks of up to 64 sampled pages (fonts, sizes, columns,
 the table probe); the parse then reads every page again, and building a page's text is most of
-the cost of reading it (a fifth of a 10-Q's parse time). The profile keeps its reads here,
+the cost of reading it (a fifth of a 10-Q's parse time); on the pages its table probe flags,
+the probe's words and drawings are what the table finder reads next. The profile keeps its reads here,
 keyed by the file (resolved path, size, modification time: a replaced file never gets another
 file's reads); the parse takes them instead of reading those pages again — in this process, or
 in its worker process, which receives them with its job. Reads are identical either way (the
@@ -19,6 +20,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from corpus_pipeline.parsing.pdf.layout import Block
 
@@ -31,6 +33,9 @@ FileKey = tuple[str, int, int]
 class PageReads:
     blocks: dict[int, list[Block]] = field(default_factory=dict)  # 1-based page → its blocks
     messages: list[str] = field(default_factory=list)  # MuPDF's, while reading them
+    # The table probe's reads of the pages it flagged (`pdf_tables.PageView.reads`: words,
+    # drawings, spans, blocks), so the finder reads none of them again.
+    tables: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 _READS: OrderedDict[FileKey, PageReads] = OrderedDict()
