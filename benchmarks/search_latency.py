@@ -47,7 +47,6 @@ import tantivy
 
 from benchmarks import synthetic as syn
 from corpus_pipeline.contracts.search import (
-    CHANNELS,
     DEFAULT_WEIGHTS,
     SearchRequest,
     SearchResponse,
@@ -63,6 +62,7 @@ from corpus_pipeline.publish.publisher import (
     read_pointer,
 )
 from query_service.classic import (
+    MIN_DEPTH,
     _result,
     channel_query,
     classic_search,
@@ -77,7 +77,9 @@ RESULTS = REPO / "benchmarks" / "results"
 DEFAULT_QUESTIONS = REPO.parent / "shared" / "corpus" / "questions.jsonl"
 NAMESPACE = "bench"
 TOP_K = 10
-RAW_DEPTH = 50
+# The channels with an index field (document, page and dense rank by other means).
+INDEX_CHANNELS = tuple(channels.CHANNEL_FIELDS)
+RAW_DEPTH = MIN_DEPTH  # as deep as classic search reads each channel
 ONE_DOC_CHUNKS = 300
 ONE_DOC_RUNS = 3
 TARGET_P50_MS = 20.0
@@ -373,7 +375,7 @@ def instrumented_classic(
     clock = time.perf_counter
     mark = clock()
     weights = request.weights or DEFAULT_WEIGHTS
-    terms = {c: shape_query(c, request.query) for c in CHANNELS if weights.get(c, 0) > 0}
+    terms = {c: shape_query(c, request.query) for c in INDEX_CHANNELS if weights.get(c, 0) > 0}
     now = clock()
     t["shape"] += now - mark
     mark = now
@@ -381,7 +383,7 @@ def instrumented_classic(
     ranked: dict[str, list[tuple[int, int]]] = {}
     scores: dict[str, list[float]] = {}
     addresses: dict[tuple[int, int], Any] = {}
-    depth = max(50, request.top_k * 5)
+    depth = max(MIN_DEPTH, request.top_k * 5)
     for channel, query in channel_queries(revision, terms):
         hits = searcher.search(query, depth, count=False).hits
         keys = []
@@ -433,7 +435,7 @@ def _timed(fn: Callable[[], object]) -> float:
 
 def measure_search(revision: Revision, queries: list[BenchQuery]) -> dict[str, Any]:
     requests = [SearchRequest(query=q.text, namespace=NAMESPACE, top_k=TOP_K) for q in queries]
-    shaped = [{c: shape_query(c, q.text) for c in CHANNELS} for q in queries]
+    shaped = [{c: shape_query(c, q.text) for c in INDEX_CHANNELS} for q in queries]
     started = time.perf_counter()
     for request, terms in zip(requests, shaped, strict=True):  # warm-up pass
         raw_channels(revision, terms)

@@ -529,6 +529,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                         keys.append(key)
                 ranked["document"] = keys
             results = []
+            current = 0  # results not only in superseded documents
             for fused in weighted_rrf(ranked, weights, scores=channel_scores):
                 payload = _payload(revision, addresses[fused.key])
                 result = _result(
@@ -536,7 +537,9 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                 )
                 if result is not None:
                     results.append(result)
-                    if len(results) == request.top_k and not older:
+                    current += result.document_id not in older
+                    if current == request.top_k:
+                        # Superseded hits only sort after these: the rest cannot enter top k.
                         break
             if older:
                 results.sort(key=lambda r: r.document_id in older)
