@@ -59,8 +59,8 @@ MAX_RESOURCE_OBJECTS = 400
 
 def places_no_image(page: Any) -> bool:
     """Whether the page certainly draws no image, read from its resource graph and content
-    streams (well under a millisecond) before `get_image_info`, which reads the whole page as
-    text again (~8 ms on a filing page): no object reachable from its resources that can draw
+    streams (under a millisecond) before `get_image_info`, which reads the whole page as
+    text again (2-8 ms on a filing page): no object reachable from its resources that can draw
     an image, no inline image (`BI`) in its content or its forms', no annotation (an appearance
     may draw one). Anything unsure (inherited resources, a very large graph, a read error)
     says False, so the exact read decides."""
