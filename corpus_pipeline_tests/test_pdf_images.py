@@ -6,13 +6,12 @@ import io
 from typing import Any
 
 import pymupdf as _pymupdf
-import pytest
 from PIL import Image, ImageDraw
 
 from corpus_pipeline.parsing.pdf.layout import image_coverage, places_no_image
 from corpus_pipeline.parsing.pdf_images import PdfImage, drop_repeated, extract_images
 
-from .support import REALWORLD_DOCS
+from .support import REALWORLD_DOCS, needs_shared
 
 mu: Any = _pymupdf  # PyMuPDF is untyped; keep mypy --strict quiet at one place
 
@@ -185,13 +184,12 @@ def test_an_inline_image_is_seen() -> None:
     assert not places_no_image(doc[0])
 
 
+@needs_shared(REALWORLD_DOCS)
 def test_on_real_pdfs_no_page_said_imageless_places_an_image() -> None:
     """Patterns, soft masks and Type3 glyphs draw images too (a headset manual's ruled bars);
     the cheap test must never call such a page imageless."""
     names = ["honor_watch_gs_pro.pdf", "stereo_headset.pdf", "2023_Q3_AAPL.pdf"]
-    files = [REALWORLD_DOCS / n for n in names if (REALWORLD_DOCS / n).is_file()]
-    if not files:
-        pytest.skip("the real-world set is not beside the checkout")
+    files = [REALWORLD_DOCS / n for n in names]
     said_imageless = 0
     for path in files:
         with mu.open(path) as doc:
