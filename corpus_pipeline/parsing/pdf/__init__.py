@@ -366,12 +366,11 @@ class _Reader:
                 # The profile already asked `table_likely` for its sampled pages.
                 known = self.sampled_tables.get(number)
                 if known is not False:
-                    view = self.tables.PageView(page, textpage)  # one read for test and finder
+                    # One text page for test and finder (the layout's, else built on first use).
+                    view = self.tables.PageView(page, textpage)
                     probed = self.page_reads.tables.pop(number, None)
                     if probed is not None:
                         view.keep_reads(probed)  # the profile's probe read it all already
-                    elif textpage is None:
-                        view = self.tables.PageView(page, page.get_textpage(flags=TEXT_FLAGS))
                     if known or self.tables.table_likely(view):
                         p.tables = list(self.tables.find_tables(view, number, ctx.diagnostics))
         if self.images is not None:

@@ -85,11 +85,12 @@ def places_no_image(page: Any) -> bool:
                 if len(seen) > MAX_RESOURCE_OBJECTS:
                     return False
                 source = doc.xref_object(xref, compressed=True)
+                if _IMAGE_SOURCE.search(source):
+                    return False
                 if "/Form" in source and _INLINE_IMAGE.search(doc.xref_stream(xref) or b""):
                     return False
-                if _FONT.search(source) and not _IMAGE_SOURCE.search(source):
-                    continue
-                texts.append(source)
+                if not _FONT.search(source):
+                    texts.append(source)
     except part_errors():
         return False
     return True

@@ -3,8 +3,8 @@
 Profiling a PDF reads the styled text blocks of up to 64 sampled pages (fonts, sizes, columns,
 the table probe); the parse then reads every page again, and building a page's text is most of
 the cost of reading it (a fifth of a 10-Q's parse time); on the pages its table probe flags,
-the probe's words and drawings are what the table finder reads next. The profile keeps its reads here,
-keyed by the file (resolved path, size, modification time: a replaced file never gets another
+the probe's words and drawings are what the table finder reads next. The profile keeps its
+reads here, keyed by the file (resolved path, size, modification time: a replaced file never gets another
 file's reads); the parse takes them instead of reading those pages again — in this process, or
 in its worker process, which receives them with its job. Reads are identical either way (the
 same `page_blocks` over the same `TEXT_FLAGS` text page), so the artifacts do not change.
