@@ -11,6 +11,12 @@ for those its questions give one type, `--all` for all 117), in one run, side by
   time and pages/s to chunks, and how many cores the machine kept busy meanwhile (OCR runs
   Tesseract on several pages at once, so one worker can already use both); the batch's
   parallel speed-up is their ratio;
+- **`corpus ingest`, 1 worker** and **N workers**: the command itself, as a user runs it, each
+  in a fresh process into a fresh CORPUS_HOME: its imports and forkserver start, the batch and
+  its publish, wall time from launch to exit. The batch's parallel speed-up (`parallel_wall_ratio`)
+  is the ratio of these two; the in-process runs above start warm (this process has imported
+  everything by then), so their ratio (`in_process_wall_ratio`) charges the N-worker run alone
+  with starting processes;
 - **without Dagster**: the very code of each document's step (`defs.documents.run_document`:
   source, profile, parse in its worker process, chunks, nav, manifest and the contract checks)
   called directly, one document after another, into a fresh CORPUS_HOME;
@@ -31,8 +37,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -185,6 +193,34 @@ def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, 
     }
 
 
+def command_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
+    """`corpus ingest --json` of the files in a fresh process and CORPUS_HOME (publish included)."""
+    inbox = workdir / f"command-inbox-{workers}"
+    inbox.mkdir(parents=True)
+    for path in files:
+        (inbox / path.name).symlink_to(path)
+    env = {
+        **os.environ,
+        "CORPUS_HOME": str(workdir / f"command-home-{workers}"),
+        "CORPUS_INGEST_WORKERS": str(workers),
+        "CORPUS_OBJECT_STORE_URL": "",
+    }
+    command = [str(Path(sys.executable).parent / "corpus"), "ingest", "--json", str(inbox)]
+    started, busy = time.perf_counter(), cpu_jiffies()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    end = cpu_jiffies()
+    if done.returncode != 0 and not done.stdout.strip():
+        raise RuntimeError(f"corpus ingest exited with {done.returncode}: {done.stderr[-2000:]}")
+    rows = json.loads(done.stdout)
+    return {
+        "workers": workers,
+        "seconds": round(seconds, 2),
+        "cores_busy": round((end[0] - busy[0]) / max(end[1] - busy[1], 1) * end[2], 2),
+        "failed": {r["source_file_name"]: r["error"] for r in rows if r["status"] != "ok"},
+    }
+
+
 def without_dagster_seconds(files: Sequence[Path], home: Path) -> float:
     """Each document's step body run as plain code (its file stored first, as ingest does;
     the storing is not timed, like ingest's per-document seconds)."""
@@ -238,6 +274,8 @@ def run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
     plain_steps = without_dagster_seconds(files, workdir / "home-plain")
     one = ingest_run(files, 1, workdir)
     many = ingest_run(files, workers, workdir)
+    command_one = command_run(files, 1, workdir)
+    command_many = command_run(files, workers, workdir)
     rate = round(pages / work, 1)
     return {
         "documents": len(files),
@@ -250,7 +288,16 @@ def run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
         "pipeline_work": {"seconds": round(work, 2), "pages_per_s": rate},
         "ingest_1_worker": {**one, "pages_per_s": round(pages / one["seconds"], 1)},
         f"ingest_{workers}_workers": {**many, "pages_per_s": round(pages / many["seconds"], 1)},
-        "parallel_wall_ratio": round(many["seconds"] / one["seconds"], 3),
+        "command_1_worker": {
+            **command_one,
+            "pages_per_s": round(pages / command_one["seconds"], 1),
+        },
+        f"command_{workers}_workers": {
+            **command_many,
+            "pages_per_s": round(pages / command_many["seconds"], 1),
+        },
+        "parallel_wall_ratio": round(command_many["seconds"] / command_one["seconds"], 3),
+        "in_process_wall_ratio": round(many["seconds"] / one["seconds"], 3),
         "ratio_to_plain_text": round(plain / one["seconds"], 4),
         "without_dagster": {
             "seconds": round(plain_steps, 2),
@@ -288,8 +335,9 @@ def main(argv: list[str] | None = None) -> None:
         }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(json.dumps({k: v for k, v in result.items() if "ingest_" not in k}, indent=1))
-    for key in (k for k in result if k.startswith("ingest_")):
+    shown = {k: v for k, v in result.items() if not k.startswith(("ingest_", "command_"))}
+    print(json.dumps(shown, indent=1))
+    for key in (k for k in result if k.startswith(("ingest_", "command_"))):
         print(key, {k: v for k, v in result[key].items() if k != "document_seconds"})
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ingest_speed.json").write_text(json.dumps(result, indent=1) + "\n")

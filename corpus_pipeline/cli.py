@@ -57,9 +57,13 @@ def ingest_command(
     password: str | None,
 ) -> None:
     """Store, parse and chunk files or folders; prints one line per file."""
+    settings = _settings(namespace)
+    if not settings.parse_in_process:
+        from corpus_pipeline import processes
+
+        processes.start_forkserver()  # its imports overlap the pipeline's, next
     from corpus_pipeline.ingest import collect_files, ingest, publish_batch
 
-    settings = _settings(namespace)
     try:
         total = len(collect_files(paths))
     except CorpusError as exc:

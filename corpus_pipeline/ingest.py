@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import multiprocessing
+import os
 import shutil
 import time
 from collections import Counter
@@ -26,6 +26,7 @@ from dagster._core.storage.tags import (  # the tags Dagster's own range backfil
 )
 from dagster_shared.error import SerializableErrorInfo
 
+from corpus_pipeline import processes
 from corpus_pipeline.contracts import Manifest, SourceKind, SourceRecord
 from corpus_pipeline.defs.checks import CHECK_LABELS, describe_problems
 from corpus_pipeline.defs.documents import FAILED_DOCUMENTS, STEP, document_pipeline
@@ -355,11 +356,11 @@ _ASSETS = [document_pipeline]
 _WORKER: _Runner | None = None
 
 
-def _start_worker(settings: CorpusSettings) -> None:
+def _start_worker(settings: CorpusSettings, environ: dict[str, str]) -> None:
     global _WORKER
-    from corpus_pipeline.worker import start_forkserver
-
-    start_forkserver()  # preloads the parsers while the Dagster handles are built
+    processes.adopt_environment(environ)
+    if not processes.use_parent_forkserver():
+        processes.start_forkserver()  # preloads the parsers while the Dagster handles are built
     _WORKER = _Runner.of(settings)
 
 
@@ -449,10 +450,12 @@ def ingest(
         pool = None
         if workers > 1:
             # Started before the files are stored, so the workers import and build their
-            # Dagster handles meanwhile (seconds that would otherwise open every batch).
-            context = multiprocessing.get_context("spawn")  # no Dagster threads inherited
+            # Dagster handles meanwhile (seconds that would otherwise open every batch); forked
+            # by the parse forkserver (no Dagster threads inherited), which forks their parse
+            # workers too.
+            context = processes.start_forkserver()
             pool = stack.enter_context(
-                ProcessPoolExecutor(workers, context, _start_worker, (settings,))
+                ProcessPoolExecutor(workers, context, _start_worker, (settings, dict(os.environ)))
             )
             for _ in range(workers):
                 pool.submit(_ready)

@@ -15,7 +15,7 @@ query service reads); a key that cannot read the namespace is told it does not e
 from __future__ import annotations
 
 import logging
-import multiprocessing
+import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -229,12 +229,14 @@ def _work(settings: CorpusSettings, jobs: JobStore, stop: threading.Event) -> No
     published (one of `ingest_workers` such workers).
 
     Blocking work never runs on the request loop: this is its own thread, and the Dagster run
-    is in a separate (spawned) process, like a `corpus ingest` batch's."""
-    from corpus_pipeline import ingest
+    is in a separate process (forked by the parse forkserver), like a `corpus ingest` batch's."""
+    from corpus_pipeline import ingest, processes
 
-    context = multiprocessing.get_context("spawn")
+    context = processes.start_forkserver()
     while not stop.is_set():  # a worker process that died (killed, out of memory) is replaced
-        with ProcessPoolExecutor(1, context, ingest._start_worker, (settings,)) as pool:
+        with ProcessPoolExecutor(
+            1, context, ingest._start_worker, (settings, dict(os.environ))
+        ) as pool:
             while not stop.is_set():
                 try:  # a process that died while idle is replaced before it is given a job
                     pool.submit(ingest._ready).result()

@@ -5,8 +5,8 @@ with an error that names the limit ("parse exceeded 300 s", "parse exceeded 4 Gi
 batch goes on. The parent enforces both limits, because a stuck child cannot: it polls the
 worker's resident memory and kills the worker's process group when a limit is passed.
 
-Workers are forked from a `forkserver` that has already imported the pipeline: the start costs
-milliseconds, and no worker inherits the threads of Dagster or of the caller. The password of
+Workers are forked from a `forkserver` that has already imported the pipeline (`processes`): the
+start costs milliseconds, and no worker inherits the threads of Dagster or of the caller. The password of
 an encrypted document travels to the worker inside the pickled job over the launch pipe (memory
 only, never the environment or a file). A `CorpusError` raised in the worker is raised again in
 the caller as the same class with the same message; anything else becomes a `ParseFailedError`
@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import NoReturn
 
-from corpus_pipeline import pipeline
+from corpus_pipeline import pipeline, processes
 from corpus_pipeline.contracts import DocumentProfile
 from corpus_pipeline.errors import (
     CorpusError,
@@ -58,39 +58,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 _PR_SET_PDEATHSIG = 1
 
 _NAME_PREFIX = "corpus-parse-"
-_CONTEXT = multiprocessing.get_context("forkserver")
-# Imported once by the forkserver, so a worker starts with them: the parser strategies and the
-# libraries they import on first use (a missing optional one is skipped by the forkserver).
-_PRELOAD = [
-    "corpus_pipeline.worker",
-    "corpus_pipeline.enrich.tokenizer_preload",
-    *(
-        f"corpus_pipeline.parsing.{name}"
-        for name in ("docx", "html", "markdown", "text", "pdf", "xlsx", "pptx", "image", "segments")
-    ),
-    "PIL.Image",
-    *(f"PIL.{fmt}ImagePlugin" for fmt in ("Bmp", "Gif", "Jpeg", "Ppm", "Png", "Tiff", "WebP")),
-    "imagehash",
-    "scipy.fftpack",
-    "pymupdf",
-    "pytesseract",
-    "docx",
-    "openpyxl",
-    "xlrd",
-    "pptx",
-    "lxml.etree",
-    "py3langid",
-    "mdit_py_plugins.front_matter",
-]
-_CONTEXT.set_forkserver_preload(_PRELOAD)
-
-
-def start_forkserver() -> None:
-    """Start the forkserver (and its preload) now rather than at the first parse: a batch's
-    pool workers call it while their first document is still being stored."""
-    from multiprocessing import forkserver
-
-    forkserver.ensure_running()
+_CONTEXT = processes.CONTEXT
 
 
 _stdlib_preparation_data = spawn.get_preparation_data

@@ -267,7 +267,9 @@ class _Reader:
         empty when the page cannot be read (reported once, when the page itself is parsed)."""
         try:
             page = self.doc.load_page(number - 1)
-            raw = page_blocks(page, number)
+            raw = self.page_reads.blocks.get(number)
+            if raw is None:
+                raw = self.page_reads.blocks[number] = page_blocks(page, number)  # parse reuses it
         except part_errors():
             return ""  # not silent: `_read_page` records this page's failure
         blocks = strip_furniture(raw, text_space(page).height, set(), self.doc.page_count < 3)

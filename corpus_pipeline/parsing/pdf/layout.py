@@ -13,7 +13,7 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pymupdf
@@ -411,7 +411,9 @@ def strip_furniture(
     """Drop header/footer lines: repeated text and lone page numbers in the bands, or peeled
     off either end of the page's text wherever it ends (a footer printed right below the
     content). In a one- or two-page excerpt repetition cannot show, so a band line carrying a
-    page number ("Title of the paper 9") counts as a running header too."""
+    page number ("Title of the paper 9") counts as a running header too. The blocks given are
+    left as they are (a page read once may be stripped twice: for the outline check, then for
+    its parse)."""
     out: list[Block] = []
 
     def running(ln: Line) -> bool:
@@ -454,6 +456,5 @@ def strip_furniture(
             continue
         kept = [ln for ln in b.lines if not furniture(ln)]
         if kept:
-            b.lines = kept
-            out.append(b)
+            out.append(b if len(kept) == len(b.lines) else replace(b, lines=kept))
     return out
