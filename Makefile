@@ -15,7 +15,7 @@ $(CURDIR)/.tools/bin/uv:
 	.tools/bin/pip install --quiet uv==$(UV_VERSION)
 
 $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen
+	$(UV) sync --frozen --compile-bytecode  # imports read .pyc even where PYTHONDONTWRITEBYTECODE is set
 	@touch $@
 
 ## system-deps: Tesseract for OCR of scanned PDFs/images (Debian, as root); without it OCR is

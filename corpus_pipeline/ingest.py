@@ -8,6 +8,7 @@ outcome says in words what failed; tracebacks stay in the Dagster run and the lo
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -473,7 +474,8 @@ def ingest(
                         on_progress(outcome)
             return results
         pending = {pool.submit(_run_in_worker, task, ns, password): task for task in tasks}
-        for future in as_completed(pending):
+        warmed = False
+        for finished, future in enumerate(as_completed(pending), start=1):
             try:
                 done = future.result()
             except Exception as exc:  # a pool worker died (killed, out of memory): its files fail
@@ -485,7 +487,16 @@ def ingest(
                 results[index] = outcome
                 if on_progress is not None:
                     on_progress(outcome)
+            if not warmed and 0 < len(pending) - finished < workers:
+                warmed = True  # a core is free from now on; the publish that follows is not
+                _warm_publish()
     return results
+
+
+def _warm_publish() -> None:
+    """Import what publishing needs (LanceDB, ~1 s of imports) while the batch's last
+    documents still run on the other cores, so the serial publish after it starts at once."""
+    importlib.import_module("lancedb")
 
 
 def _ready() -> None:

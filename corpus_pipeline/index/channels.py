@@ -105,6 +105,13 @@ _PERIODS = (
     ),
 )
 
+# What each of `_PERIODS` cannot match without.
+_PERIOD_HINTS = (
+    re.compile(r"q[1-4]", re.I),
+    re.compile(r"q[1-4]", re.I),
+    re.compile("quarter", re.I),
+)
+
 
 def periods(text: str) -> list[str]:
     """One spelling for every quarter a text names ("Q3 2023", "2023_Q3", "third quarter of
@@ -112,6 +119,8 @@ def periods(text: str) -> list[str]:
     "Q3 2022" must not match a filing of Q3 2023 as well as its own."""
     out: dict[str, None] = {}
     for number, pattern in enumerate(_PERIODS):
+        if not _PERIOD_HINTS[number].search(text):
+            continue  # a plain scan first: the patterns are slow on long texts without one
         for match in pattern.finditer(text):
             a, b = match.group(1), match.group(2)
             if number == 0:
@@ -128,10 +137,13 @@ def with_variants(text: str) -> str:
     """`text` followed by the other spellings of its numbers and identifiers (see `variants`)
     and of the quarters it names (see `periods`); unchanged when it has none. Deterministic:
     variants in order of first occurrence."""
+    if not _DIGIT.search(text):
+        return text  # every variant and every period has a digit
     extra: dict[str, None] = {}
-    for match in _IDENTIFIER.finditer(text):
-        for variant in variants(match.group(0)):
-            extra.setdefault(variant, None)
+    for token in _IDENTIFIER.findall(text):
+        if _DIGIT.search(token):  # the only tokens with variants (a chunk has ~300 tokens)
+            for variant in variants(token):
+                extra.setdefault(variant, None)
     for period in periods(text):
         extra.setdefault(period, None)
     return f"{text}\n{' '.join(extra)}" if extra else text
