@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
-from itertools import pairwise
+from itertools import compress, pairwise
 from typing import Any
 
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
@@ -166,10 +166,6 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def _content(word: str) -> bool:
-    return len(word) > 2 and word not in STOP_WORDS and not word.isdigit()
-
-
 def extractive_summary(text: str, max_sentences: int = 2, language: str | None = None) -> str:
     """Pick up to `max_sentences` salient sentences, in their original order."""
     flat = " ".join(text.split())
@@ -201,13 +197,19 @@ def _clip(text: str) -> str:
     return cut + " …"
 
 
-def _terms(text: str) -> Counter[str]:
-    """Content words, and two-word phrases of adjacent content words said at least twice."""
+def _terms(text: str) -> tuple[Counter[str], int]:
+    """Content words (over two letters, no stop word, no number), and two-word phrases of
+    adjacent content words said at least twice; and the text's word count."""
     tokens = words(text)
-    unigrams = Counter(w for w in tokens if _content(w))
-    phrases = Counter(f"{a} {b}" for a, b in pairwise(tokens) if _content(a) and _content(b))
+    keep = [len(w) > 2 and w not in STOP_WORDS and not w.isdigit() for w in tokens]
+    unigrams = Counter(compress(tokens, keep))
+    phrases = Counter(
+        f"{a} {b}"
+        for (a, b), (ka, kb) in zip(pairwise(tokens), pairwise(keep), strict=False)
+        if ka and kb
+    )
     unigrams.update({p: n for p, n in phrases.items() if n >= MIN_PHRASE_COUNT})
-    return unigrams
+    return unigrams, len(tokens)
 
 
 def chunk_keywords(texts: Sequence[str], top: int = 8) -> list[list[str]]:
@@ -216,11 +218,11 @@ def chunk_keywords(texts: Sequence[str], top: int = 8) -> list[list[str]]:
     if top <= 0:
         return [[] for _ in texts]
     terms = [_terms(t) for t in texts]
-    frequency = Counter(term for counts in terms for term in counts)
+    frequency = Counter(term for counts, _ in terms for term in counts)
     total = len(texts)
     out: list[list[str]] = []
-    for text, counts in zip(texts, terms, strict=True):
-        if len(words(text)) < MIN_WORDS:
+    for counts, length in terms:
+        if length < MIN_WORDS:
             out.append([])
             continue
         scored = sorted(
