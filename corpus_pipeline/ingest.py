@@ -444,6 +444,8 @@ def ingest(
     ns = namespace or settings.namespace
     files = collect_files(paths)
     workers = min(settings.ingest_workers, len(files))
+    if workers > 1 or not settings.parse_in_process:
+        processes.start_forkserver()  # its preload (~2.5 s) overlaps what follows
     # Opened (and on a fresh home created) before any worker opens it: two processes creating
     # one SQLite instance at once leave its schema with two migration heads.
     instance = dagster_instance(settings)
@@ -454,9 +456,10 @@ def ingest(
             # Dagster handles meanwhile (seconds that would otherwise open every batch); forked
             # by the parse forkserver (no Dagster threads inherited), which forks their parse
             # workers too.
-            context = processes.start_forkserver()
             pool = stack.enter_context(
-                ProcessPoolExecutor(workers, context, _start_worker, (settings, dict(os.environ)))
+                ProcessPoolExecutor(
+                    workers, processes.CONTEXT, _start_worker, (settings, dict(os.environ))
+                )
             )
             for _ in range(workers):
                 pool.submit(_ready)

@@ -58,7 +58,9 @@ def use_parent_forkserver() -> bool:
     too. Its address and alive pipe came with the fork; only its pid is unknown here, and
     `ensure_running` would check that pid with `waitpid` (which only its parent may), find
     none and start another server. So the check is skipped: the server outlives this process,
-    which holds its alive pipe. False, with nothing changed, in any other process."""
+    which holds its alive pipe (were it killed, the pool it forked would break as it does when a
+    worker dies: each worker's liveness is read through the server). False, with nothing
+    changed, in any other process."""
     server: Any = forkserver._forkserver  # the module's one server (private: no stub)
     if (
         server._forkserver_pid is not None
