@@ -98,7 +98,7 @@ class JobStore:
                 "update jobs set status = 'processing', started_at = ? where job_id = ("
                 " select job_id from jobs where status = 'queued' and document_id not in"
                 " (select document_id from jobs where status = 'processing')"
-                " order by created_at, job_id limit 1) returning *",
+                " order by created_at, rowid limit 1) returning *",  # rowid: insertion order
                 (_now(),),
             ).fetchone()
         return Job(**dict(row)) if row else None
