@@ -166,20 +166,30 @@ def cpu_jiffies() -> tuple[int, int, int]:
     return sum(ticks) - idle, sum(ticks), cores
 
 
-def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
-    """`corpus ingest` of the files into a fresh home with `workers` processes, then publish."""
-    inbox = workdir / f"inbox-{workers}"
+def cores_busy(since: tuple[int, int, int]) -> float:
+    """How many cores the machine kept busy on average since `cpu_jiffies()` gave `since`."""
+    end = cpu_jiffies()
+    return (end[0] - since[0]) / max(end[1] - since[1], 1) * end[2]
+
+
+def linked_inbox(files: Sequence[Path], inbox: Path) -> Path:
+    """A fresh folder holding the files as symlinks (what `corpus ingest` is pointed at)."""
     inbox.mkdir(parents=True)
     for path in files:
         (inbox / path.name).symlink_to(path)
+    return inbox
+
+
+def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
+    """`corpus ingest` of the files into a fresh home with `workers` processes, then publish."""
+    inbox = linked_inbox(files, workdir / f"inbox-{workers}")
     settings = load_settings(
         home=workdir / f"home-{workers}", object_store_url="", ingest_workers=workers
     )
     started, busy = time.perf_counter(), cpu_jiffies()
     results = ingest([inbox], settings)
     seconds = time.perf_counter() - started
-    end = cpu_jiffies()
-    cores = (end[0] - busy[0]) / max(end[1] - busy[1], 1) * end[2]
+    cores = cores_busy(busy)
     mark = time.perf_counter()
     published = publish_namespace_run(settings, settings.namespace)
     return {
@@ -195,10 +205,7 @@ def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, 
 
 def command_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
     """`corpus ingest --json` of the files in a fresh process and CORPUS_HOME (publish included)."""
-    inbox = workdir / f"command-inbox-{workers}"
-    inbox.mkdir(parents=True)
-    for path in files:
-        (inbox / path.name).symlink_to(path)
+    inbox = linked_inbox(files, workdir / f"command-inbox-{workers}")
     env = {
         **os.environ,
         "CORPUS_HOME": str(workdir / f"command-home-{workers}"),
@@ -209,14 +216,14 @@ def command_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str,
     started, busy = time.perf_counter(), cpu_jiffies()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
-    end = cpu_jiffies()
+    cores = cores_busy(busy)
     if done.returncode != 0 and not done.stdout.strip():
         raise RuntimeError(f"corpus ingest exited with {done.returncode}: {done.stderr[-2000:]}")
     rows = json.loads(done.stdout)
     return {
         "workers": workers,
         "seconds": round(seconds, 2),
-        "cores_busy": round((end[0] - busy[0]) / max(end[1] - busy[1], 1) * end[2], 2),
+        "cores_busy": round(cores, 2),
         "failed": {r["source_file_name"]: r["error"] for r in rows if r["status"] != "ok"},
     }
 

@@ -106,11 +106,8 @@ _PERIODS = (
 )
 
 # What each of `_PERIODS` cannot match without.
-_PERIOD_HINTS = (
-    re.compile(r"q[1-4]", re.I),
-    re.compile(r"q[1-4]", re.I),
-    re.compile("quarter", re.I),
-)
+_QUARTER_CODE = re.compile(r"q[1-4]", re.I)
+_PERIOD_HINTS = (_QUARTER_CODE, _QUARTER_CODE, re.compile("quarter", re.I))
 
 
 def periods(text: str) -> list[str]:
