@@ -71,6 +71,8 @@ fix: setup
 ## realworld_ingest ingests ../shared/realworld + ../shared/corpus through `corpus ingest`: ~30-60 min;
 ## realworld_quality ingests ../shared/realworld again (with the local dense model's vectors) and
 ## asks its 199 questions, lexical, dense and fused at each weight of the curve: ~45 min;
+## filings_store: the 20 10-Qs ingested, then earlier quarters derived to a 40k-chunk filings
+## archive, agentic and classic latency and the filing questions over HTTP: ~6 min;
 ## dense_latency: classic search at 100k chunks with and without the dense channel: ~5 min cached;
 ## ingest_speed: the 20 10-Q filings per stage, then ingested with 1 and 2 workers: ~8 min;
 ## sensor_ingest: 1,000 notes through the inbox sensor and dagster-daemon, with the document step
@@ -83,6 +85,7 @@ bench: setup
 	$(BIN)/python -m benchmarks.search_quality
 	$(BIN)/python -m benchmarks.realworld_ingest
 	$(BIN)/python -m benchmarks.realworld_quality --dense
+	$(BIN)/python -m benchmarks.filings_store
 	$(BIN)/python -m benchmarks.search_latency $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.dense_latency
 	$(BIN)/python -m benchmarks.pdf_quality

@@ -66,13 +66,20 @@ Results = list[dict[str, Any]]
 
 
 @contextmanager
-def search_client(home: Path, namespace: str = NAMESPACE) -> Iterator[httpx.Client]:
+def search_client(
+    home: Path, namespace: str = NAMESPACE, answer_cache: bool = True
+) -> Iterator[httpx.Client]:
     """An HTTP client for the query service over `home` (uvicorn on a loopback port, the
-    rule-based planner, no access prior), once the published revision is loaded."""
+    rule-based planner, no access prior), once the published revision is loaded. Without
+    `answer_cache` a repeated request is searched again (latency of repeated queries)."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request
     write_api_keys(home, {BENCH_KEY: ("benchmark", [namespace])})
     settings = ServiceSettings(
-        home=home, planner_model="", navigator_model="", access_prior_weight=0.0
+        home=home,
+        planner_model="",
+        navigator_model="",
+        access_prior_weight=0.0,
+        cache_max_entries=2048 if answer_cache else 0,
     )
     with (
         running_service(settings) as url,

@@ -10,7 +10,14 @@ from corpus_pipeline.contracts.search import SearchRequest, SearchResult
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import load_settings
 from query_service.classic import classic_search, shape_query
-from query_service.documents import Card, DocumentCards, card_for, name_words, opening_text
+from query_service.documents import (
+    Card,
+    DocumentCards,
+    card_for,
+    name_words,
+    named_documents,
+    opening_text,
+)
 from query_service.revision import Revision, open_revision
 
 from .support import build_documents
@@ -94,7 +101,7 @@ def test_the_opening_is_the_first_page_or_without_pages_the_first_chunks():
 
 def _quarterlies(tmp_path: Path) -> Revision:
     """Three companies' quarterly reports that say the same, among notes that name nobody
-    (a name is on at most a tenth of the cards)."""
+    (each company's name is on a few of the cards)."""
     settings = load_settings(home=tmp_path)
     body = "# Quarterly report\n\nRevenue grew and gross margin widened in the quarter.\n"
     reports = {
@@ -140,6 +147,40 @@ def test_the_latest_of_a_named_series_comes_first(tmp_path):
     query = "How did gross margin develop in Globex's latest report?"
     result = _top(revision, query, {"content": 1.0, "document": 1.0})
     assert result.source_file_name == "globex_2023_Q3.md"
+    assert result.channels["document"] == 0
+
+
+def test_a_question_for_the_latest_ranks_only_the_current_member_of_a_series():
+    deck = cards(
+        *(
+            (f"globex-{y}", f"globex_{y}.pdf Globex Corp quarterly report")
+            for y in range(2015, 2023)
+        ),
+        ("acme", "acme.pdf Acme Corp quarterly report"),
+    )
+    names = shape_query("path", name_words("What did Globex say in its latest report?"))
+    older = frozenset(f"globex-{y}" for y in range(2015, 2022))
+    assert deck.rank(names, 5, 0.9)[0][0] == "globex-2015", "eight cards tie on the name"
+    named = named_documents(deck, names, 5, 0.9, latest=True, superseded=older)
+    assert named == ["globex-2022"]
+
+
+def test_in_an_archive_of_few_companies_a_company_still_names_its_latest_filing(tmp_path):
+    """Six quarters of one company among twelve filings: its name is on half of the cards."""
+    settings = load_settings(home=tmp_path)
+    body = "# Quarterly report\n\nRevenue grew and gross margin widened in the quarter.\n"
+    verbs = iter(["rose", "climbed", "soared", "jumped", "edged up", "recovered", "held", "grew"])
+    for company, quarters in (("globex", 6), ("acme", 3), ("initech", 3)):
+        for i in range(quarters):
+            year, quarter = 2021 + i // 4, i % 4 + 1
+            text = body.replace("grew", f"{next(verbs, 'grew')} ({company} {i})")
+            day = date(year, 3 * quarter, 28)
+            build_documents(settings, {f"{company}_{year}_Q{quarter}.md": text}, document_date=day)
+    publish(settings)
+    revision = open_revision(settings.published_dir, "default")
+    query = "How did gross margin develop in Globex's latest report?"
+    result = _top(revision, query, {"content": 1.0, "document": 1.0})
+    assert result.source_file_name == "globex_2022_Q2.md"
     assert result.channels["document"] == 0
 
 

@@ -15,6 +15,7 @@ import tantivy
 
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.index import channels as ch
+from corpus_pipeline.publish import publisher
 from corpus_pipeline.publish import tables as t
 from corpus_pipeline.publish.publisher import read_pointer
 from corpus_pipeline.publish.service import publish
@@ -174,6 +175,32 @@ def test_a_changed_document_replaces_its_previous_revision(published):
         .to_list()
     )
     assert [r["content"] for r in rows] == ["Gamma\n\nSwans are the largest waterfowl of the lake."]
+
+
+def _unindexed(settings) -> dict[str, int]:
+    db = lancedb.connect(str(settings.published_dir / "default" / "lance"))
+    out = {}
+    for name in (t.CHUNKS, t.SECTIONS, t.DOCUMENTS):
+        table = db.open_table(name)
+        stats = [table.index_stats(i.name) for i in table.list_indices()]
+        out[name] = max(s.num_unindexed_rows for s in stats if s is not None)
+    return out
+
+
+def test_a_publish_that_adds_many_rows_folds_them_into_the_indices(published, monkeypatch):
+    """Rows the indices do not cover are scanned by every read of a document's rows."""
+    settings, _, _ = published
+    build_documents(settings, {"delta.md": "# Delta\n\nTeal dabble in shallow ponds.\n"})
+    monkeypatch.setattr(publisher, "UNINDEXED_ROWS", 10_000)
+    publish(settings)
+    assert _unindexed(settings)[t.CHUNKS] > 0, "a small publish leaves its rows to a later fold"
+    build_documents(settings, {"epsilon.md": "# Epsilon\n\nCoots dive for pondweed.\n"})
+    monkeypatch.setattr(publisher, "UNINDEXED_ROWS", 1)
+    (report,) = publish(settings)
+    assert _unindexed(settings) == {t.CHUNKS: 0, t.SECTIONS: 0, t.DOCUMENTS: 0}
+    revision = open_revision(settings.published_dir, "default")
+    assert revision.pointer == report.pointer
+    assert search(settings, "coots pondweed").results[0].source_file_name == "epsilon.md"
 
 
 def test_deleting_a_document_removes_it_from_every_table_and_channel(published):

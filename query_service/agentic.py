@@ -275,7 +275,12 @@ def _run_step(
     frontier: list[tuple[str, Sid]] = []
     best_score = max((r.score for r in discovery.results), default=0.0) or 1.0
     for result in discovery.results:
+        # Navigation starts where the hit is cited, not in every document that repeats it: a
+        # filing's boilerplate recurs in each quarter's filing of an archive, and opening
+        # them all cost a read of tens of documents per step without adding an answer.
         for loc in result.occurrences:
+            if loc.document_id != result.document_id:
+                continue
             key = (loc.document_id, loc.section_id or "")
             proximity[key] = max(proximity.get(key, 0.0), result.score / best_score)
             if key not in distance:

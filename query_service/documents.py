@@ -83,11 +83,15 @@ class DocumentCards:
         return [t for t in terms if any(d == document_id for d, _ in self.postings.get(t, ()))]
 
     def rank(
-        self, terms: Sequence[str], limit: int, max_share: float = 1.0
+        self,
+        terms: Sequence[str],
+        limit: int,
+        max_share: float = 1.0,
+        skip: frozenset[str] = frozenset(),
     ) -> list[tuple[str, float]]:
-        """The `limit` best documents for the query terms (BM25; ties by document id). Only
-        terms on at most `max_share` of the cards count (a name, not a topic word); a term on
-        every card cannot rank anything."""
+        """The `limit` best documents for the query terms (BM25; ties by document id), none of
+        `skip`. Only terms on at most `max_share` of the cards count (a name, not a topic
+        word); a term on every card cannot rank anything."""
         total = len(self.lengths)
         scores: dict[str, float] = defaultdict(float)
         for term in self.names(terms, max_share):
@@ -96,7 +100,10 @@ class DocumentCards:
             for document_id, tf in posting:
                 norm = 1 - BM25_B + BM25_B * self.lengths[document_id] / (self.average or 1)
                 scores[document_id] += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        ranked = sorted(
+            ((d, v) for d, v in scores.items() if d not in skip),
+            key=lambda item: (-item[1], item[0]),
+        )
         return [(d, round(s, 6)) for d, s in ranked[:limit]]
 
 
@@ -106,14 +113,18 @@ def named_documents(
     limit: int,
     max_share: float,
     latest: bool = False,
+    superseded: frozenset[str] = frozenset(),
 ) -> list[str]:
     """The documents a query names, best first — or none, unless it names a dated document:
     the best card holds a quarter the query names ("Intel's Q1 2023 10-Q", "the first quarter
     of 2023"), or the query asks for the latest and the best card holds one of its names
     ("NVIDIA's most recent 10-Q"). Other capitalised words name topics as often as documents
     ("IBM" in a question about the company, not the IBM manual): measured on both question sets,
-    letting them name documents moved answers of the development set down a rank."""
-    ranked = cards.rank(terms, limit, max_share)
+    letting them name documents moved answers of the development set down a rank. A question
+    for the latest ranks only documents no later member of their series supersedes: in an
+    archive a company's name is on every quarter's card, and the current one must not lose
+    the `limit` places to its predecessors."""
+    ranked = cards.rank(terms, limit, max_share, skip=superseded if latest else frozenset())
     if not ranked:
         return []
     held = cards.holds(ranked[0][0], cards.names(terms, max_share))
