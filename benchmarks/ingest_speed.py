@@ -27,7 +27,10 @@ for those its questions give one type, `--all` for all 117), in one run, side by
   partition bookkeeping: what orchestration costs, nothing else);
 - **table flags**: the cheap flag that decides where the table finder runs, against the finder
   itself on every page (precision, recall, and the finder's seconds on false positives);
-- **peak RSS** of this process and of its largest child (parse workers, pool workers).
+- **peak RSS** of this process and of its largest child (parse workers, pool workers);
+- **a lone long PDF**: the set's longest PDF alone through the command, with and without the
+  page helper (`pdf_page_helper`: a forked process reads every other page while the parse
+  reads the rest), alternating, two runs each: what one document gains from the second core.
 
 Publishing is timed once for the batch, apart (it stays serialised). Writes
 `benchmarks/results/ingest_speed.json` (or `--out`). Run: `python -m benchmarks.ingest_speed`.
@@ -203,14 +206,22 @@ def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, 
     }
 
 
-def command_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
+def command_run(
+    files: Sequence[Path],
+    workers: int,
+    workdir: Path,
+    label: str = "",
+    environ: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """`corpus ingest --json` of the files in a fresh process and CORPUS_HOME (publish included)."""
-    inbox = linked_inbox(files, workdir / f"command-inbox-{workers}")
+    name = label or str(workers)
+    inbox = linked_inbox(files, workdir / f"command-inbox-{name}")
     env = {
         **os.environ,
-        "CORPUS_HOME": str(workdir / f"command-home-{workers}"),
+        "CORPUS_HOME": str(workdir / f"command-home-{name}"),
         "CORPUS_INGEST_WORKERS": str(workers),
         "CORPUS_OBJECT_STORE_URL": "",
+        **(environ or {}),
     }
     command = [str(Path(sys.executable).parent / "corpus"), "ingest", "--json", str(inbox)]
     started, busy = time.perf_counter(), cpu_jiffies()
@@ -271,6 +282,33 @@ def overhead_per_document(workdir: Path) -> dict[str, float]:
         "overhead_s_per_document": round((ingested - plain) / n, 3),
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def lone_document(root: Path, workdir: Path, rounds: int = 2) -> dict[str, Any]:
+    """The set's longest PDF alone through the `corpus ingest` command, with and without the
+    page helper (`pdf_page_helper`: every other page read by a second process), alternating."""
+    path = max(sorted((root / "docs").glob("*.pdf")), key=pages_of)
+    runs: dict[str, list[dict[str, Any]]] = {"without_helper": [], "with_helper": []}
+    for i in range(rounds):
+        for name, flag in (("without_helper", "false"), ("with_helper", "true")):
+            runs[name].append(
+                command_run(
+                    [path], 1, workdir, f"lone-{name}-{i}", {"CORPUS_PDF_PAGE_HELPER": flag}
+                )
+            )
+    pages = pages_of(path)
+    out: dict[str, Any] = {"file": path.name, "pages": pages}
+    for name, found in runs.items():
+        seconds = sum(r["seconds"] for r in found) / len(found)
+        out[name] = {
+            "seconds": round(seconds, 2),
+            "runs": [r["seconds"] for r in found],
+            "cores_busy": round(sum(r["cores_busy"] for r in found) / len(found), 2),
+            "pages_per_s": round(pages / seconds, 1),
+            "failed": {k: v for r in found for k, v in r["failed"].items()},
+        }
+    out["wall_ratio"] = round(out["with_helper"]["seconds"] / out["without_helper"]["seconds"], 3)
+    return out
 
 
 def run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
@@ -339,6 +377,7 @@ def main(argv: list[str] | None = None) -> None:
             "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "selection": pattern or args.doc_type or "all",
             **run(files, args.workers, workdir),
+            "lone_document": lone_document(args.root, workdir),
         }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

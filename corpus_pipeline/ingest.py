@@ -444,6 +444,9 @@ def ingest(
     ns = namespace or settings.namespace
     files = collect_files(paths)
     workers = min(settings.ingest_workers, len(files))
+    if workers >= (os.cpu_count() or 1):
+        # Every core parses a document of its own: a page helper would only take turns with them.
+        settings = settings.model_copy(update={"pdf_page_helper": False})
     if workers > 1 or not settings.parse_in_process:
         processes.start_forkserver()  # its preload (~2.5 s) overlaps what follows
     # Opened (and on a fresh home created) before any worker opens it: two processes creating

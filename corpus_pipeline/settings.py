@@ -73,6 +73,10 @@ class CorpusSettings(BaseSettings):
     parse_timeout_seconds: float = Field(default=300.0, ge=0)
     parse_max_memory_mb: int = Field(default=4096, ge=0)
     parse_in_process: bool = False
+    # A long PDF with a text layer has every other page read ahead by a forked helper process
+    # (`parsing.pdf.prefetch`): for a document parsed alone; `ingest` turns it off for a batch
+    # that keeps every core busy with a document each.
+    pdf_page_helper: bool = True
     # Documents of one `corpus ingest` batch materialised side by side, each in its own process
     # (its parse in a worker of its own under the limits above); publishing stays one at a time.
     ingest_workers: int = Field(default=2, ge=1, le=32)

@@ -22,7 +22,7 @@ import pymupdf
 from corpus_pipeline.contracts import PdfProfile, PdfTocEntry, RowType
 from corpus_pipeline.dates import declared_pdf_date
 from corpus_pipeline.enrich.llm import ChatModel
-from corpus_pipeline.parsing.base import ParseContext, part_errors
+from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext, part_errors
 from corpus_pipeline.parsing.pdf import reads
 from corpus_pipeline.parsing.pdf.headings import (
     CAPTION,
@@ -71,6 +71,7 @@ from corpus_pipeline.parsing.pdf.ocr import (
     tesseract_version,
 )
 from corpus_pipeline.parsing.pdf.page_labels import printed_labels
+from corpus_pipeline.parsing.pdf.prefetch import PagePrefetch, can_fork
 from corpus_pipeline.settings import CorpusSettings
 
 # PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
@@ -83,6 +84,9 @@ __all__ = ["parse_pdf"]
 _BULLET = re.compile(r"^\s*(?:[•◦▪▫‣⁃●○■□➢►▶✓✔∙·\-–—*]|\(?[a-z0-9]{1,2}\))\s+")
 _FIGURE_CAPTION = re.compile(r"^\s*(?:figure|fig\.|abbildung|abb\.|image|chart)\s*[\dIVX]+", re.I)
 _SCAN_CHARS = 40
+# A PDF at least this long, parsed while a core is free (`pdf_page_helper`), has every other
+# page read by a helper process (`prefetch`).
+HELPER_MIN_PAGES = 32
 
 
 def parse_pdf(ctx: ParseContext) -> None:
@@ -202,6 +206,8 @@ class _Reader:
         self.ocr_pool: ThreadPoolExecutor | None = None  # started at the first scanned page
         self.ocr_pending: list[tuple[_Page, Future[list[OcrParagraph]]]] = []
         self.judge = self._judge()
+        self.prefetch: PagePrefetch | None = None  # the helper reading every other page
+        self.fetched_tables: dict[int, tuple[list[Any], list[Any]]] = {}  # page → tables, diags
         self.number_marks: dict[int, list[str]] = {}  # page → numbers printed in its bands
         self.band_texts: dict[str, str] = {}  # furniture key → first text, in reading order
 
@@ -231,12 +237,15 @@ class _Reader:
             self._warn_ocr()
         plan = self.pdf.split_plan or [(1, self.doc.page_count)]
         try:
+            self._start_helper()
             for start, end in plan:
                 if self.cut_at is not None:
                     break
                 self._range(start, min(end, self.doc.page_count))
                 _mupdf.TOOLS.store_shrink(100)  # release MuPDF's cached page resources
         finally:
+            if self.prefetch is not None:
+                self.prefetch.close()
             if self.ocr_pool is not None:
                 self.ocr_pool.shutdown(cancel_futures=True)
         if self.cut_at is not None:
@@ -274,6 +283,70 @@ class _Reader:
             return ""  # not silent: `_read_page` records this page's failure
         blocks = strip_furniture(raw, text_space(page).height, set(), self.doc.page_count < 3)
         return norm(" ".join(ln.text for b in blocks for ln in b.lines))
+
+    def _start_helper(self) -> None:
+        """Fork the page helper for a long PDF with text, when the settings leave it a core
+        (scans already run two Tesseracts)."""
+        settings = self.ctx.settings
+        if (
+            settings is None
+            or not settings.pdf_page_helper
+            or self.category == "scan"
+            or self.doc.page_count < HELPER_MIN_PAGES
+            or not can_fork()
+        ):
+            return
+        last = min(self.doc.page_count, self.max_pages)
+        self.prefetch = PagePrefetch(self._prefetch_page, range(2, last + 1, 2), self._own_file)
+
+    def _own_file(self) -> None:
+        """In the helper, first: a document of its own. The forked one shares the parse's open
+        file, and with it the file offset, so reads of the two processes would interleave."""
+        from corpus_pipeline.profiling.pdf_profile import mupdf_messages, open_pdf
+
+        self.doc = open_pdf(self.ctx.source_path, self.ctx.password)
+        mupdf_messages()  # the parse's, copied by the fork: not the helper's to report
+
+    def _prefetch_page(self, number: int) -> tuple[list[Block], Any, list[str]] | None:
+        """In the helper: what `_read_page` reads of the page that depends on nothing else —
+        its text blocks and, unless the page is one to OCR, its tables with the diagnostics
+        their finding recorded — and MuPDF's messages meanwhile. None: the parse reads it."""
+        from corpus_pipeline.profiling.pdf_profile import mupdf_messages
+
+        self.ctx.diagnostics = DiagnosticSink()  # this process's copy: what the page adds
+        try:
+            page = self.doc.load_page(number - 1)
+            textpage: Any = None
+            blocks = self.page_reads.blocks.pop(number, None)
+            if blocks is None:
+                textpage = page.get_textpage(flags=TEXT_FLAGS)
+                blocks = page_blocks(page, number, textpage)
+            p = _Page(number, 0.0, 0.0, blocks)
+            chars = _layer_chars(p)
+            tables = None
+            if not self._to_ocr(page, chars):
+                self._find_tables(p, page, textpage, chars)
+                tables = (p.tables, self.ctx.diagnostics.items)
+        except part_errors():
+            return None
+        return blocks, tables, mupdf_messages()
+
+    def _take_prefetched(self, number: int) -> None:
+        """Put the helper's reads of page `number` where `_read_page` finds the profile's."""
+        fetched = self.prefetch.take(number) if self.prefetch is not None else None
+        if fetched is None:
+            return
+        from corpus_pipeline.profiling.pdf_profile import mupdf_messages
+
+        blocks, tables, messages = fetched
+        self.page_reads.blocks[number] = blocks
+        if tables is not None:
+            self.fetched_tables[number] = tables
+        # MuPDF's messages in page order, as one process reading every page would see them.
+        self.page_reads.messages.extend([*mupdf_messages(), *messages])
+
+    def _to_ocr(self, page: Any, chars: int) -> bool:
+        return chars < _SCAN_CHARS and (self.category == "scan" or image_coverage(page) >= 0.5)
 
     def _warn_ocr(self) -> None:
         if not self.ocr_warned:
@@ -321,6 +394,7 @@ class _Reader:
         """One page's text, OCR, tables and images; each part fails alone (see `ctx.part`)."""
         ctx = self.ctx
         p = _Page(number, 0.0, 0.0, [])
+        self._take_prefetched(number)
         with ctx.part(
             "page text",
             f"text of page {number} could not be read; page skipped",
@@ -338,7 +412,7 @@ class _Reader:
         if read.failed:
             return p
         chars = _layer_chars(p)
-        if chars < _SCAN_CHARS and (self.category == "scan" or image_coverage(page) >= 0.5):
+        if self._to_ocr(page, chars):
             if tesseract_version() is None:
                 self._warn_ocr()
             else:
@@ -358,23 +432,12 @@ class _Reader:
     def _read_rest(self, p: _Page, page: Any, textpage: Any, chars: int) -> None:
         """A page's tables and images, once its text is known not to come from OCR."""
         ctx, number = self.ctx, p.number
-        if self.tables is not None and chars:
-            with ctx.part(
-                "table",
-                f"tables on page {number} could not be detected; their text is kept as text",
-                page=number,
-                code="table.failed",
-            ):
-                # The profile already asked `table_likely` for its sampled pages.
-                known = self.sampled_tables.get(number)
-                if known is not False:
-                    # One text page for test and finder (the layout's, else built on first use).
-                    view = self.tables.PageView(page, textpage)
-                    probed = self.page_reads.tables.pop(number, None)
-                    if probed is not None:
-                        view.keep_reads(probed)  # the profile's probe read it all already
-                    if known or self.tables.table_likely(view):
-                        p.tables = list(self.tables.find_tables(view, number, ctx.diagnostics))
+        fetched = self.fetched_tables.pop(number, None)
+        if fetched is not None:  # found by the helper, with what finding them recorded
+            p.tables, recorded = fetched
+            ctx.diagnostics.items.extend(recorded)
+        else:
+            self._find_tables(p, page, textpage, chars)
         if self.images is not None:
             with ctx.part(
                 "image",
@@ -388,6 +451,27 @@ class _Reader:
                     )
                 )
         self.chars += chars
+
+    def _find_tables(self, p: _Page, page: Any, textpage: Any, chars: int) -> None:
+        number = p.number
+        if self.tables is None or not chars:
+            return
+        with self.ctx.part(
+            "table",
+            f"tables on page {number} could not be detected; their text is kept as text",
+            page=number,
+            code="table.failed",
+        ):
+            # The profile already asked `table_likely` for its sampled pages.
+            known = self.sampled_tables.get(number)
+            if known is not False:
+                # One text page for test and finder (the layout's, else built on first use).
+                view = self.tables.PageView(page, textpage)
+                probed = self.page_reads.tables.pop(number, None)
+                if probed is not None:
+                    view.keep_reads(probed)  # the profile's probe read it all already
+                if known or self.tables.table_likely(view):
+                    p.tables = list(self.tables.find_tables(view, number, self.ctx.diagnostics))
 
     def _start_ocr(self, p: _Page, image: Any) -> None:
         """Recognise a rendered page on the OCR pool (`ocr_workers` Tesseract processes side by
