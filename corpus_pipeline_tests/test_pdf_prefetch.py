@@ -152,3 +152,27 @@ def test_a_long_pdf_parses_the_same_with_the_page_helper(tmp_path: Path) -> None
     assert helped["diagnostics"] == alone["diagnostics"]
     assert helped["files"] == alone["files"]
     assert helped["labels"] == alone["labels"]
+
+
+def test_without_a_process_to_spare_the_parse_reads_every_page_itself(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    from corpus_pipeline import pipeline
+    from corpus_pipeline.parsing import pdf as pdf_parser
+    from corpus_pipeline.settings import load_settings
+
+    def no_fork() -> int:
+        raise OSError("Resource temporarily unavailable")
+
+    pdf = _long_pdf(tmp_path / "guide.pdf", pages=34)
+    profile = pipeline.run_profile(pdf, pdf.name)
+    rows = {}
+    for helper in (False, True):
+        settings = load_settings(home=tmp_path / f"home-{helper}", pdf_page_helper=helper)
+        monkeypatch.setattr(pdf_parser, "can_fork", lambda: True)
+        monkeypatch.setattr(os, "fork", no_fork)
+        work = tmp_path / f"work-{helper}"
+        ctx = pipeline.parse_rows(pdf, pdf.name, profile, work, settings=settings)
+        rows[helper] = [r.model_dump(mode="json") for r in ctx.rows]
+    assert rows[True] == rows[False]
+    assert sum("Chapter 34" in r["text"] for r in rows[True]) == 1

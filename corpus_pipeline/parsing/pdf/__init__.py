@@ -297,7 +297,10 @@ class _Reader:
         ):
             return
         last = min(self.doc.page_count, self.max_pages)
-        self.prefetch = PagePrefetch(self._prefetch_page, range(2, last + 1, 2), self._own_file)
+        try:
+            self.prefetch = PagePrefetch(self._prefetch_page, range(2, last + 1, 2), self._own_file)
+        except OSError:  # no process or pipe to spare: the parse reads every page itself
+            self.prefetch = None
 
     def _own_file(self) -> None:
         """In the helper, first: a document of its own. The forked one shares the parse's open

@@ -45,7 +45,12 @@ class PagePrefetch:
         self._pipe: IO[bytes] | None = None
         read_fd, write_fd = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_fd)
+            os.close(write_fd)
+            raise
         if pid == 0:  # the helper: never returns into the caller's code
             code = 0
             try:
