@@ -4,6 +4,7 @@ and never two jobs of one document side by side."""
 from __future__ import annotations
 
 import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from corpus_pipeline.jobs import JobStore
@@ -44,7 +45,11 @@ def test_workers_in_two_processes_never_claim_the_same_job(tmp_path: Path):
     path = tmp_path / "jobs.db"
     store = JobStore(path)
     created = {store.create(f"doc-{n}", "default", f"{n}.md").job_id for n in range(300)}
-    with multiprocessing.get_context("spawn").Pool(2) as pool:
-        first, second = pool.map(_claim_all, [str(path), str(path)])
+    # An executor, not a Pool: a worker process that dies fails the test (BrokenProcessPool)
+    # instead of hanging it (a Pool waits for a task whose worker died holding its queue lock).
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(2, mp_context=spawn) as pool:
+        futures = [pool.submit(_claim_all, str(path)) for _ in range(2)]
+        first, second = (future.result(timeout=120) for future in futures)
     assert not set(first) & set(second)
     assert set(first) | set(second) == created
