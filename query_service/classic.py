@@ -447,8 +447,8 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                 if names
                 else []
             )
-            # A question about the latest filing names its series: the current member first.
-            documents = sorted(named, key=lambda d: d in older)
+            # A question about the latest filing names only current members of its series.
+            documents = named
         while True:
             ranked: dict[str, list[DocKey]] = {}
             channel_scores: dict[str, list[float]] = {}

@@ -319,11 +319,7 @@ class _Reader:
         self.ctx.diagnostics = DiagnosticSink()  # this process's copy: what the page adds
         try:
             page = self.doc.load_page(number - 1)
-            textpage: Any = None
-            blocks = self.page_reads.blocks.pop(number, None)
-            if blocks is None:
-                textpage = page.get_textpage(flags=TEXT_FLAGS)
-                blocks = page_blocks(page, number, textpage)
+            blocks, textpage = self._page_text(page, number)
             p = _Page(number, 0.0, 0.0, blocks)
             chars = _layer_chars(p)
             tables = None
@@ -407,11 +403,7 @@ class _Reader:
             page = self.doc.load_page(number - 1)
             space = text_space(page)
             p.width, p.height = space.width, space.height
-            textpage: Any = None  # built when a read needs it, then shared with the table reads
-            known = self.page_reads.blocks.pop(number, None)
-            if known is None:
-                textpage = page.get_textpage(flags=TEXT_FLAGS)
-            p.blocks = page_blocks(page, number, textpage) if known is None else known
+            p.blocks, textpage = self._page_text(page, number)
         if read.failed:
             return p
         chars = _layer_chars(p)
@@ -431,6 +423,16 @@ class _Reader:
                     return p  # its text, tables-free, arrives with the recognition
         self._read_rest(p, page, textpage, chars)
         return p
+
+    def _page_text(self, page: Any, number: int) -> tuple[list[Block], Any]:
+        """The page's text blocks — read already by the profile or the helper, else now — and
+        the MuPDF text page they were read from (None if read elsewhere), shared with the
+        table reads."""
+        known = self.page_reads.blocks.pop(number, None)
+        if known is not None:
+            return known, None
+        textpage = page.get_textpage(flags=TEXT_FLAGS)
+        return page_blocks(page, number, textpage), textpage
 
     def _read_rest(self, p: _Page, page: Any, textpage: Any, chars: int) -> None:
         """A page's tables and images, once its text is known not to come from OCR."""
