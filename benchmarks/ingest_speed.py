@@ -17,6 +17,11 @@ for those its questions give one type, `--all` for all 117), in one run, side by
   is the ratio of these two; the in-process runs above start warm (this process has imported
   everything by then), so their ratio (`in_process_wall_ratio`) charges the N-worker run alone
   with starting processes;
+- **`corpus ingest`, one process**: the command with one worker, OCR one page at a time and no
+  page helper: nothing runs beside the parse, which is what "one process" means. The one-worker
+  run above is already partly parallel (two Tesseracts on scans, the page helper on long PDFs),
+  so the N-worker run is set against both: `parallel_wall_ratio` (against one worker with its
+  page-level parallelism) and `serial_wall_ratio` (against one process);
 - **without Dagster**: the very code of each document's step (`defs.documents.run_document`:
   source, profile, parse in its worker process, chunks, nav, manifest and the contract checks)
   called directly, one document after another, into a fresh CORPUS_HOME;
@@ -71,6 +76,8 @@ REALWORLD = REPO.parent / "shared" / "realworld"
 DEFAULT_FILES = "*_Q?_*.pdf"
 STAGES = ("profile", "parse", "hierarchy", "chunks")
 OVERHEAD_DOCUMENTS = 20
+# One process: one worker, one Tesseract at a time, no page helper.
+SERIAL_ENVIRON = {"CORPUS_OCR_WORKERS": "1", "CORPUS_PDF_PAGE_HELPER": "false"}
 _mupdf: Any = pymupdf  # only partly annotated
 
 
@@ -321,6 +328,7 @@ def run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
     many = ingest_run(files, workers, workdir)
     command_one = command_run(files, 1, workdir)
     command_many = command_run(files, workers, workdir)
+    command_serial = command_run(files, 1, workdir, label="serial", environ=SERIAL_ENVIRON)
     rate = round(pages / work, 1)
     return {
         "documents": len(files),
@@ -341,7 +349,12 @@ def run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
             **command_many,
             "pages_per_s": round(pages / command_many["seconds"], 1),
         },
+        "command_one_process": {
+            **command_serial,
+            "pages_per_s": round(pages / command_serial["seconds"], 1),
+        },
         "parallel_wall_ratio": round(command_many["seconds"] / command_one["seconds"], 3),
+        "serial_wall_ratio": round(command_many["seconds"] / command_serial["seconds"], 3),
         "in_process_wall_ratio": round(many["seconds"] / one["seconds"], 3),
         "ratio_to_plain_text": round(plain / one["seconds"], 4),
         "without_dagster": {

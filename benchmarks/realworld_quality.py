@@ -63,6 +63,9 @@ CHANNEL_STUDY: dict[str, dict[str, float] | None] = {
     "content + term": {"content": DEFAULT_WEIGHTS["content"], "term": DEFAULT_WEIGHTS["term"]},
     "fused without the page channel": {**DEFAULT_WEIGHTS, "page": 0.0},
     "fused without the document channel": {**DEFAULT_WEIGHTS, "document": 0.0},
+    "fused without the part channel": {**DEFAULT_WEIGHTS, "part": 0.0},
+    "fused, part channel 1": {**DEFAULT_WEIGHTS, "part": 1.0},
+    "fused, part channel 3": {**DEFAULT_WEIGHTS, "part": 3.0},
     "fused, document channel 1": {**DEFAULT_WEIGHTS, "document": 1.0},
     "fused, document channel 3": {**DEFAULT_WEIGHTS, "document": 3.0},
 }

@@ -31,7 +31,13 @@ from corpus_pipeline.contracts import (
     ResourceEntry,
     RowType,
 )
-from corpus_pipeline.enrich.text import chunk_keywords, sentence_spans
+from corpus_pipeline.enrich.text import (
+    Passage,
+    analyse,
+    chunk_keywords,
+    passage_text,
+    sentence_spans,
+)
 from corpus_pipeline.enrich.tokens import count_tokens
 from corpus_pipeline.ids import chunk_id_for
 from corpus_pipeline.textedit import Edit, apply_edits, shift_offset
@@ -48,7 +54,7 @@ class ChunkingOptions:
     max_tokens: int = 300
     keywords_per_chunk: int = 8
     language: str | None = None
-    summarize: Callable[[str], str] = lambda text: text[:200]
+    summarize: Callable[[Passage], str] = lambda passage: passage_text(passage)[:200]
 
 
 @dataclass
@@ -414,14 +420,15 @@ def _dedupe(drafts: list[_Draft], options: ChunkingOptions) -> list[Chunk]:
         else:
             by_id[cid] = (draft, [occurrence], order)
     chunks: list[Chunk] = []
-    texts = [draft.hash_text for draft, _, _ in by_id.values()]
-    keywords = chunk_keywords(texts, options.keywords_per_chunk)
-    for (cid, (draft, occurrences, order)), chunk_words in zip(
-        by_id.items(), keywords, strict=True
+    # One tokenisation per chunk, read by its keywords and its summary.
+    analyses = [analyse(draft.hash_text) for draft, _, _ in by_id.values()]
+    keywords = chunk_keywords(analyses, options.keywords_per_chunk)
+    for (cid, (draft, occurrences, order)), chunk_words, analysis in zip(
+        by_id.items(), keywords, analyses, strict=True
     ):
         pages = sorted({p for occ in occurrences for p in occ.page_nums})
         if draft.chunk_type is ChunkType.TEXT:
-            summary = options.summarize(draft.hash_text)
+            summary = options.summarize(analysis)
         else:
             # Caption, else the lead-in text before it: indexed with the resource.
             summary = draft.caption or draft.context or draft.content.split("\n", 1)[0][:200]

@@ -160,6 +160,14 @@ def test_label_phrases_are_the_numbered_parts_a_query_names():
     assert label_phrases("How do tufted ducks feed?") == []
 
 
+def test_a_label_typed_with_a_hyphen_is_the_same_numbered_part():
+    from query_service.classic import label_phrases
+
+    query = "What is the case study under unit-8, and what does Figure-3b show?"
+    assert label_phrases(query) == [["unit", "8"], ["figure", "3b"]]
+    assert label_phrases("a well-known co-op") == []
+
+
 def _published_with(tmp_path, files: dict[str, str]):
     """A revision of `files` beside two unrelated documents (enough chunks to be ranked)."""
     from corpus_pipeline.settings import load_settings
@@ -173,26 +181,75 @@ def _published_with(tmp_path, files: dict[str, str]):
     return open_revision(settings.published_dir, "default")
 
 
-def test_the_term_channel_ranks_the_part_a_query_names_by_its_label_first(tmp_path):
+def test_the_parts_a_text_names_are_keyed_as_asked():
+    from corpus_pipeline.index.channels import parts_named
+
+    assert parts_named("See Fig. 3, Table II and unit-8; then Figure 3 again, ITEM 1A.") == [
+        "figure 3",
+        "table ii",
+        "unit 8",
+        "item 1a",
+    ]
+    assert parts_named("Table of contents, a well-known figure") == []
+
+
+def test_a_chunk_belongs_to_the_parts_its_titles_name_and_is_the_part_its_caption_starts_with():
+    from corpus_pipeline.index.channels import chunk_parts
+
+    titles = ["Course", "SEMESTER 2: QUARTER 4 UNIT 13 Using Technology"]
+    assert chunk_parts(titles, None) == ["unit 13"]
+    assert chunk_parts(["Introduction"], "Figure 1: An illustration of our method.") == ["figure 1"]
+    assert chunk_parts(["Introduction"], "As Figure 1 shows, weak models supervise.") == []
+    assert chunk_parts(["Appendix E – Resources"], "Table 2. Sources") == [
+        "appendix e",
+        "table 2",
+    ]
+
+
+def test_a_question_naming_a_part_is_answered_by_that_part_not_by_passages_citing_it(tmp_path):
     revision = _published_with(
         tmp_path,
         {
             "plan.md": (
-                "# Plan\n\n## Appendix C\n\nStrengths: reliable funding.\n\n"
-                "## Appendix D\n\nStrengths and weaknesses review: many strengths and many "
-                "weaknesses, strengths listed first, weaknesses second.\n"
+                "# Plan\n\n## Review\n\nStrengths and weaknesses are listed in Appendix E: "
+                "see Appendix E for the strengths, Appendix E for the weaknesses.\n\n"
+                "## Appendix E – Environmental scan\n\nFunding is stable; staffing is thin.\n\n"
+                "## Appendix F – Budget\n\nStrengths and weaknesses of the budget.\n"
             ),
         },
     )
-    response = classic_search(
-        revision,
-        SearchRequest(
-            query="How many strengths and weaknesses are in Appendix C?",
-            top_k=1,
-            weights={"term": 1.0},
-        ),
-    )
-    assert response.results[0].section_path == ["Plan", "Appendix C"]
+    request = SearchRequest(query="How many strengths and weaknesses are in Appendix E?", top_k=1)
+    (top,) = classic_search(revision, request).results
+    assert top.section_path == ["Plan", "Appendix E – Environmental scan"]
+    assert "part" in top.channels
+
+
+PLAN = (
+    "# Plan\n\n## Appendix C\n\nStrengths: reliable funding.\n\n## Appendix D\n\nStrengths and "
+    "weaknesses review: many strengths and many weaknesses, strengths listed first, weaknesses "
+    "second.\n"
+)
+COURSE = (
+    "# Course\n\n## Unit 7\n\nCase study: Workplace case study of a hiring panel, a case study "
+    "in fairness.\n\n## Unit 8\n\nCase study: Discrimination in the Workplace Continues.\n\n"
+    "## Unit 9\n\nCase study: a workplace case study of pay, another case study.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "query", "section"),
+    [
+        ("plan.md", PLAN, "How many strengths and weaknesses are in Appendix C?", "Appendix C"),
+        # Typed with a hyphen, printed with a space.
+        ("course.md", COURSE, "What is the title of the case study under unit-8?", "Unit 8"),
+    ],
+)
+def test_the_term_channel_ranks_the_part_a_query_names_by_its_label_first(
+    tmp_path, name, text, query, section
+):
+    revision = _published_with(tmp_path, {name: text})
+    request = SearchRequest(query=query, top_k=1, weights={"term": 1.0})
+    assert classic_search(revision, request).results[0].section_path[-1] == section
 
 
 def test_an_answer_format_instruction_does_not_pull_in_pages_that_say_format(tmp_path):

@@ -6,7 +6,14 @@ import re
 
 import pytest
 
-from corpus_pipeline.enrich.text import chunk_keywords, sentence_spans, split_sentences
+from corpus_pipeline.enrich.text import (
+    analyse,
+    chunk_keywords,
+    extractive_summary,
+    sentence_spans,
+    split_sentences,
+    words,
+)
 
 FILING = (
     "Apple Inc. reported diluted earnings of $1.26 per share, up 5.0% from the U.S. figure of "
@@ -73,3 +80,42 @@ def test_keywords_are_deterministic_and_skip_texts_too_short_to_name_anything():
     assert chunk_keywords(texts, top=2)[0] == ["alpha", "beta"]  # equal scores: alphabetical
     assert chunk_keywords(texts, top=2)[1] == []
     assert chunk_keywords(texts, top=0) == [[], [], []]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        FILING,
+        "Line one\nwraps   here.\tTabs, and re-\nbreaks: it’s fine.",
+        "İstanbul’s office opened. Sales in İzmir grew 12%. Costs fell. Staff rose again.",
+    ],
+)
+def test_one_tokenisation_has_the_words_of_the_text(text):
+    analysis = analyse(text)
+    assert analysis.words == words(text)
+    assert analysis.flat == " ".join(text.split())
+    if analysis.starts is not None:
+        assert [
+            analysis.flat[s : s + len(w)].lower()
+            for s, w in zip(analysis.starts, analysis.words, strict=True)
+        ] == analysis.words
+
+
+def test_a_summary_from_the_shared_tokenisation_is_the_summary_of_the_text():
+    text = (
+        "Revenue grew in every segment. Services revenue grew fastest, and services margin held. "
+        "The weather was mild. Services revenue now leads the segments, ahead of products."
+    )
+    summary = (
+        "Revenue grew in every segment. Services revenue grew fastest, and services margin held."
+    )
+    assert extractive_summary(text, 2) == summary  # the lead, then the most central sentence
+    assert extractive_summary(analyse(text), 2) == summary
+    turkish = "İzmir’s office opened. Sales in İzmir grew. Costs fell. İzmir’s staff grew again."
+    assert analyse(turkish).starts is None  # "İ" lower-cases to two characters
+    assert extractive_summary(analyse(turkish), 2) == extractive_summary(turkish, 2)
+
+
+def test_keywords_from_the_shared_tokenisation_are_the_keywords_of_the_texts():
+    texts = ["Gross margin rose. Gross margin was 44.5%, and services gross margin grew.", "Other."]
+    assert chunk_keywords([analyse(t) for t in texts], top=4) == chunk_keywords(texts, top=4)

@@ -121,22 +121,17 @@ def path_query(
     return tantivy.Query.boolean_query(clauses), full
 
 
-# A numbered part a question names ("Appendix C", "Table II", "Figure 3", "Unit 8", "Note 7"):
-# the chunks under that heading or caption say exactly that, word for word.
-_LABEL = re.compile(
-    r"\b(appendix|annex|table|figure|fig\.|chart|chapter|section|note|part|item|exhibit|"
-    r"schedule|unit|step|lesson|module|goal|objective|priority|article)\s+"
-    r"([A-Z]|[IVXLC]+|\d+(?:\.\d+)*[A-Za-z]?)\b",
-    re.IGNORECASE,
-)
+# The term channel ranks the chunks that say a numbered part the question names ("Appendix C",
+# "Table II", "Unit 8", typed "unit-8" too: `channels.PART_LABEL`) as a phrase, word for word.
 LABEL_BOOST = 3.0
 
 
 def label_phrases(query: str) -> list[list[str]]:
     """The numbered parts a query names, as term-channel token sequences."""
     out: list[list[str]] = []
-    for match in _LABEL.finditer(query):
-        tokens = ch.analyze("term", match.group(0))
+    for match in ch.PART_LABEL.finditer(query):
+        # Word and number apart: the term channel keeps "unit-8" whole, the page says "Unit 8".
+        tokens = [*ch.analyze("term", match.group(1)), *ch.analyze("term", match.group(2))]
         if len(tokens) >= 2 and tokens not in out:
             out.append(tokens)
     return out
@@ -180,7 +175,7 @@ def page_query(
     label printed on it), ranked by the question's content words (BM25)."""
     schema = ch.schema()
     on_page = [
-        (tantivy.Occur.Should, tantivy.Query.term_query(schema, name, value))
+        tantivy.Query.term_query(schema, name, value)
         for name, values in (
             (ch.F_PAGE, pages.numbers),
             (ch.F_PAGE_FROM_END, pages.from_end),
@@ -188,8 +183,28 @@ def page_query(
         )
         for value in values
     ]
+    return _within(on_page, terms, type_filter)
+
+
+def part_query(
+    parts: Sequence[str], terms: Sequence[str], type_filter: tantivy.Query | None
+) -> tantivy.Query:
+    """The chunks of a numbered part the question names (under its heading, or the table or
+    figure captioned with it), ranked by the question's content words (BM25)."""
+    schema = ch.schema()
+    named = [tantivy.Query.term_query(schema, ch.F_PART, part) for part in parts]
+    return _within(named, terms, type_filter)
+
+
+def _within(
+    places: Sequence[tantivy.Query], terms: Sequence[str], type_filter: tantivy.Query | None
+) -> tantivy.Query:
+    """The chunks that match any of `places`, ranked by the question's content words (BM25)."""
     clauses = [
-        (tantivy.Occur.Must, tantivy.Query.boolean_query(on_page)),
+        (
+            tantivy.Occur.Must,
+            tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in places]),
+        ),
         (tantivy.Occur.Should, channel_query("content", terms, None)),
     ]
     if type_filter is not None:
@@ -419,7 +434,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         terms = {
             channel: shape_query(channel, query_text)
             for channel in CHANNELS
-            if weights.get(channel, 0) > 0 and channel not in ("document", "page", "dense")
+            if weights.get(channel, 0) > 0 and channel not in ("document", "page", "part", "dense")
         }
         labels = label_phrases(query_text)
         pages = (
@@ -427,7 +442,14 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             if weights.get("page", 0) > 0 and ch.F_PAGE in revision.fields
             else NO_PAGES
         )
-        page_terms = (terms.get("content") or shape_query("content", query_text)) if pages else []
+        parts = (
+            ch.parts_named(query_text)
+            if weights.get("part", 0) > 0 and ch.F_PART in revision.fields
+            else []
+        )
+        page_terms = (
+            (terms.get("content") or shape_query("content", query_text)) if pages or parts else []
+        )
         older = superseded_documents(revision) if asks_for_latest(query_text) else frozenset()
         dense: list[tuple[str, float]] = []
         if weights.get("dense", 0) > 0:
@@ -449,34 +471,42 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             )
             # A question about the latest filing names only current members of its series.
             documents = named
+        # One index query per channel that speaks, with the least score a hit must reach.
+        queries: list[tuple[str, tantivy.Query, float]] = []
+        for channel, channel_terms in terms.items():
+            if not channel_terms:
+                continue
+            if channel == "path":
+                query, full = path_query(searcher, channel_terms, total)
+                if type_filter is not None:
+                    query = tantivy.Query.boolean_query(
+                        [
+                            (tantivy.Occur.Must, query),
+                            (
+                                tantivy.Occur.Must,
+                                tantivy.Query.const_score_query(type_filter, 0.0),
+                            ),
+                        ]
+                    )
+                # A title that matches only a small share of the query ("word" of "Which Latin
+                # professor looked up the word …") says nothing about where the answer is.
+                queries.append((channel, query, PATH_MIN_SHARE * full))
+            else:
+                queries.append(
+                    (channel, channel_query(channel, channel_terms, type_filter, labels), 0.0)
+                )
+        if pages:
+            queries.append(("page", page_query(pages, page_terms, type_filter), 0.0))
+        if parts:
+            queries.append(("part", part_query(parts, page_terms, type_filter), 0.0))
         while True:
             ranked: dict[str, list[DocKey]] = {}
             channel_scores: dict[str, list[float]] = {}
             addresses: dict[DocKey, tantivy.DocAddress] = {}
             exhausted = True
-            for channel, channel_terms in terms.items():
-                if not channel_terms:
-                    continue
-                min_score = 0.0
-                if channel == "path":
-                    query, full = path_query(searcher, channel_terms, total)
-                    min_score = PATH_MIN_SHARE * full
-                    if type_filter is not None:
-                        query = tantivy.Query.boolean_query(
-                            [
-                                (tantivy.Occur.Must, query),
-                                (
-                                    tantivy.Occur.Must,
-                                    tantivy.Query.const_score_query(type_filter, 0.0),
-                                ),
-                            ]
-                        )
-                else:
-                    query = channel_query(channel, channel_terms, type_filter, labels)
+            for channel, query, min_score in queries:
                 hits = searcher.search(query, depth, count=False).hits
                 if min_score:
-                    # A title that matches only a small share of the query ("word" of "Which Latin
-                    # professor looked up the word …") says nothing about where the answer is.
                     hits = [h for h in hits if h[0] >= min_score - 1e-6]
                 exhausted &= len(hits) < depth
                 keys = []
@@ -486,17 +516,6 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                     keys.append(key)
                 ranked[channel] = keys
                 channel_scores[channel] = [round(score, 5) for score, _ in hits]
-            if pages:
-                hits = searcher.search(
-                    page_query(pages, page_terms, type_filter), depth, count=False
-                ).hits
-                exhausted &= len(hits) < depth
-                ranked["page"] = []
-                for _, address in hits:
-                    key = (address.segment_ord, address.doc)
-                    addresses[key] = address
-                    ranked["page"].append(key)
-                channel_scores["page"] = [round(score, 5) for score, _ in hits]
             if dense:
                 # The chunks nearest the query's vector, each found in the index under the same
                 # filter as every other channel (a filtered-out chunk never comes back here).

@@ -11,11 +11,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from corpus_pipeline.contracts.artifacts import ChunkType
 
-CHANNELS = ("path", "content", "term", "document", "page", "dense")
+CHANNELS = ("path", "content", "term", "document", "page", "part", "dense")
 # The document channel (the best chunks of the documents whose file name, title and opening page
 # match the query's names) speaks only when a query names a dated document (a quarter, or "the
 # latest" of a series: `query_service.documents.named_documents`); its weight, like the page
-# channel's (the chunks printed on a page the question names, "on page 28"), is the real-world
+# channel's (the chunks printed on a page the question names, "on page 28") and the part
+# channel's (the chunks of a numbered part it names, "Appendix E", "Figure 1"), is the real-world
 # set's choice, checked against the development questions (README: the sweep on both).
 DEFAULT_WEIGHTS: dict[str, float] = {
     "path": 1.0,
@@ -23,6 +24,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "term": 1.5,
     "document": 2.0,
     "page": 3.0,
+    "part": 2.0,
     "dense": 0.0,
 }
 RRF_K = 60
@@ -142,9 +144,10 @@ class SearchRequest(_Model):
     filters: SearchFilters = Field(default_factory=SearchFilters)
     weights: dict[str, float] | None = Field(
         default=None,
-        description="Channel weights; default path 1, content 2, term 1.5, document 0 (off), "
-        "page 3 (only for a question that names a page), dense 0 (off; used only when the "
-        "revision holds vectors).",
+        description="Channel weights; default path 1, content 2, term 1.5, document 2 (only "
+        "for a question that names a dated document), page 3 (only for a question that names a "
+        "page), part 2 (only for a question that names a numbered part: 'Appendix E', "
+        "'Figure 1'), dense 0 (off; used only when the revision holds vectors).",
     )
 
     @field_validator("weights")

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from corpus_pipeline.enrich.text import extractive_summary
+from corpus_pipeline.enrich.text import Passage, extractive_summary, passage_text
 from corpus_pipeline.settings import CorpusSettings, LLMRole
 
-Summarizer = Callable[[str], str]
+Summarizer = Callable[[Passage], str]
 Content = str | list[dict[str, Any]]
 
 
@@ -77,16 +77,17 @@ class LLMSummarizer:
     max_sentences: int
     errors: list[str] = field(default_factory=list)
 
-    def __call__(self, text: str) -> str:
+    def __call__(self, passage: Passage) -> str:
+        text = passage_text(passage)
         if not text.strip():
             return ""
         try:
             content = self.model.complete(_SUMMARY_PROMPT.format(text=text[:12000]))
         except LLMFailure as exc:
             self.errors.append(f"summary model failed ({exc}); extractive summary used")
-            return extractive_summary(text, self.max_sentences)
+            return extractive_summary(passage, self.max_sentences)
         summary = " ".join(content.split())
-        return summary or extractive_summary(text, self.max_sentences)
+        return summary or extractive_summary(passage, self.max_sentences)
 
 
 def make_summarizer(settings: CorpusSettings, language: str | None = None) -> Summarizer:
@@ -96,8 +97,8 @@ def make_summarizer(settings: CorpusSettings, language: str | None = None) -> Su
         return LLMSummarizer(model, settings.summary_max_sentences)
     max_sentences = settings.summary_max_sentences
 
-    def summarize(text: str) -> str:
-        return extractive_summary(text, max_sentences, language)
+    def summarize(passage: Passage) -> str:
+        return extractive_summary(passage, max_sentences, language)
 
     return summarize
 

@@ -8,16 +8,20 @@ stay for the other languages they cover (German abbreviations, CJK full stops).
 Summary: the highest-scoring sentences by average content-word frequency, kept in document
 order, with a position prior for the lead sentence.
 Keywords: a chunk's content words and two-word phrases ranked by their frequency in the chunk
-times their rarity among the document's chunks (TF-IDF over the document), from one
-tokenisation of the chunk; per-chunk YAKE cost 15 ms a chunk and fed only the document graph.
+times their rarity among the document's chunks (TF-IDF over the document); per-chunk YAKE cost
+15 ms a chunk and fed only the document graph.
+A chunk is tokenised once (`analyse`): its keywords and its summary's sentence scores read the
+same word list, the sentences taking their words by offset.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from itertools import compress, pairwise
 from typing import Any
@@ -166,15 +170,57 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def extractive_summary(text: str, max_sentences: int = 2, language: str | None = None) -> str:
-    """Pick up to `max_sentences` salient sentences, in their original order."""
+@dataclass(frozen=True, slots=True)
+class TextAnalysis:
+    """One tokenisation of a text, shared by its keywords and its summary."""
+
+    text: str  # as given
+    flat: str  # whitespace runs made single spaces: what the summary quotes
+    words: list[str]  # lower-cased words, in order (the same words as `words(text)`)
+    starts: list[int] | None  # each word's offset in `flat`; None when lower-casing moved them
+
+
+Passage = str | TextAnalysis  # what a summariser is given: a text, or its one tokenisation
+
+
+def passage_text(passage: Passage) -> str:
+    return passage.text if isinstance(passage, TextAnalysis) else passage
+
+
+def analyse(text: str) -> TextAnalysis:
+    """Tokenise `text` once (whitespace never changes which words a text has)."""
     flat = " ".join(text.split())
+    lower = flat.lower()
+    if len(lower) != len(flat):  # a letter whose lower case is longer: offsets would drift
+        return TextAnalysis(text, flat, _WORD.findall(lower), None)
+    found = [(m.start(), m.group()) for m in _WORD.finditer(lower)]
+    return TextAnalysis(text, flat, [w for _, w in found], [start for start, _ in found])
+
+
+def _content(tokens: Sequence[str]) -> list[str]:
+    return [w for w in tokens if w not in STOP_WORDS and len(w) > 2]
+
+
+def extractive_summary(
+    passage: Passage, max_sentences: int = 2, language: str | None = None
+) -> str:
+    """Pick up to `max_sentences` salient sentences, in their original order."""
+    analysis = passage if isinstance(passage, TextAnalysis) else analyse(passage)
+    flat = analysis.flat
     if not flat:
         return ""
-    sentences = split_sentences(flat, language)
+    spans = sentence_spans(flat, language)
+    sentences = [flat[start:end] for start, end in spans]
     if len(sentences) <= max_sentences:
         return _clip(" ".join(sentences))
-    tokens = [[w for w in words(s) if w not in STOP_WORDS and len(w) > 2] for s in sentences]
+    starts = analysis.starts
+    if starts is None:
+        tokens = [_content(words(s)) for s in sentences]
+    else:
+        # A sentence's words are those starting inside it: the chunk's one word list, sliced.
+        cuts = [bisect_left(starts, start) for start, _ in spans[1:]]
+        bounds = zip([0, *cuts], [*cuts, len(starts)], strict=True)
+        tokens = [_content(analysis.words[lo:hi]) for lo, hi in bounds]
     freq = Counter(w for content in tokens for w in content)
     top = max(freq.values(), default=1)
 
@@ -197,10 +243,9 @@ def _clip(text: str) -> str:
     return cut + " …"
 
 
-def _terms(text: str) -> tuple[Counter[str], int]:
+def _terms(tokens: list[str]) -> tuple[Counter[str], int]:
     """Content words (over two letters, no stop word, no number), and two-word phrases of
     adjacent content words said at least twice; and the text's word count."""
-    tokens = words(text)
     keep = [len(w) > 2 and w not in STOP_WORDS and not w.isdigit() for w in tokens]
     unigrams = Counter(compress(tokens, keep))
     phrases = Counter(
@@ -212,12 +257,12 @@ def _terms(text: str) -> tuple[Counter[str], int]:
     return unigrams, len(tokens)
 
 
-def chunk_keywords(texts: Sequence[str], top: int = 8) -> list[list[str]]:
+def chunk_keywords(texts: Sequence[Passage], top: int = 8) -> list[list[str]]:
     """The `top` keywords of each text, best first (TF-IDF over `texts`, a document's chunks;
     ties alphabetical). A word inside a chosen phrase is not repeated on its own."""
     if top <= 0:
         return [[] for _ in texts]
-    terms = [_terms(t) for t in texts]
+    terms = [_terms(t.words if isinstance(t, TextAnalysis) else words(t)) for t in texts]
     frequency = Counter(term for counts, _ in terms for term in counts)
     total = len(texts)
     out: list[list[str]] = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,10 @@ F_SOURCE_PATH = "f_source_path"
 F_PAGE = "f_page"
 F_PAGE_FROM_END = "f_page_from_end"
 F_PAGE_LABEL = "f_page_label"
+# The numbered parts a chunk belongs to or is ("appendix e" for every chunk under a heading
+# "Appendix E – Resources", "figure 1" for the image captioned "Figure 1: …"), for questions that
+# name a part: the part itself answers them, not every passage that refers to it.
+F_PART = "f_part"
 
 CHANNEL_FIELDS = {"content": F_CONTENT, "path": F_PATH, "term": F_TERM}
 CHANNEL_ANALYZERS = {"content": STEM_ANALYZER, "path": STEM_ANALYZER, "term": TERM_ANALYZER}
@@ -186,6 +191,7 @@ def schema() -> tantivy.Schema:
     builder.add_integer_field(F_PAGE, stored=False, indexed=True)
     builder.add_integer_field(F_PAGE_FROM_END, stored=False, indexed=True)
     builder.add_text_field(F_PAGE_LABEL, stored=False, tokenizer_name="raw")
+    builder.add_text_field(F_PART, stored=False, tokenizer_name="raw")
     return builder.build()
 
 
@@ -205,7 +211,42 @@ INDEX_FIELDS = (
     F_PAGE,
     F_PAGE_FROM_END,
     F_PAGE_LABEL,
+    F_PART,
 )
+
+
+# A numbered part ("Appendix C", "Table II", "Figure 3", "Fig. 3", "Unit 8", "Note 7.2", "Item 1A",
+# also typed with a hyphen: "unit-8"): the part word, then its number or letter.
+PART_LABEL = re.compile(
+    r"\b(appendix|annex|table|figure|fig\.?|chart|chapter|section|note|part|item|exhibit|"
+    r"schedule|unit|step|lesson|module|goal|objective|priority|article)(?:\s+|-)"
+    r"([A-Z]|[IVXLC]+|\d+(?:\.\d+)*[A-Za-z]?)\b",
+    re.IGNORECASE,
+)
+_PART_WORDS = {"fig": "figure", "fig.": "figure"}
+
+
+def part_key(match: re.Match[str]) -> str:
+    """A part's name as indexed and asked: "Fig. 3" → "figure 3", "ITEM 1A" → "item 1a"."""
+    word = match.group(1).lower()
+    return f"{_PART_WORDS.get(word, word)} {match.group(2).lower()}"
+
+
+def parts_named(text: str) -> list[str]:
+    """Every numbered part `text` names, in order, once each."""
+    return list(dict.fromkeys(part_key(m) for m in PART_LABEL.finditer(text)))
+
+
+def chunk_parts(section_titles: Sequence[str], caption: str | None) -> list[str]:
+    """The parts a chunk belongs to (those its section titles name: "Appendix E", "SEMESTER 2:
+    QUARTER 4 UNIT 13 …") and the part it is (a table's or image's caption that starts with a
+    label: "Figure 1: An illustration …"; a caption that only refers to one names nothing)."""
+    found = [key for title in section_titles for key in parts_named(title)]
+    if caption:
+        lead = PART_LABEL.match(caption.strip())
+        if lead:
+            found.append(part_key(lead))
+    return list(dict.fromkeys(found))
 
 
 def field_names(path: Path) -> list[str]:

@@ -330,6 +330,10 @@ def _index_document(payload: dict[str, Any]) -> tantivy.Document:
         {ch.filter_value(x) for o in occurrences for x in o.get("page_labels", ())}
     ):
         doc.add_text(ch.F_PAGE_LABEL, label)
+    caption = summary if payload["chunk_type"] != ChunkType.TEXT.value else None
+    titles = dict.fromkeys(title for occ in occurrences for title in occ["section_path"])
+    for part in sorted(ch.chunk_parts(list(titles), caption)):
+        doc.add_text(ch.F_PART, part)
     return doc
 
 
