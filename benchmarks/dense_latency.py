@@ -10,7 +10,8 @@ there are, not on their values. Queries are embedded by the real local model
 (`query_service.dense`), as a served query is.
 
 Measured single-threaded after a warm-up pass, per query, side by side in one loop: classic
-search with the default weights (lexical only) and with the dense channel fused at `--weight`;
+search with the lexical channels only, with the default weights (which rerank the lexical top 30
+by the vectors when a revision has them) and with the dense channel fused at `--weight`;
 and the dense stage alone, split into the query's embedding and the ranking over the matrix.
 Reports p50/p95 of each, the load time of the revision's vector matrix and its memory. Writes
 benchmarks/results/dense_latency.json.
@@ -95,20 +96,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     embedder = query_embedder(index.spec)
     model = syn.load_text_model()
     queries = sl.make_queries(model, args.queries, args.seed, args.questions)
-    hybrid = {**DEFAULT_WEIGHTS, "dense": args.weight}
+    only_words = {**DEFAULT_WEIGHTS, "rerank": 0.0}
+    hybrid = {**only_words, "dense": args.weight}
 
     def lexical(text: str) -> object:
+        return classic_search(revision, SearchRequest(query=text, top_k=10, weights=only_words))
+
+    def reranked(text: str) -> object:  # the default weights: the lexical top 30 reranked
         return classic_search(revision, SearchRequest(query=text, top_k=10))
 
     def fused(text: str) -> object:
         return classic_search(revision, SearchRequest(query=text, top_k=10, weights=hybrid))
 
+    calls = (("lexical", lexical), ("default (rerank)", reranked), ("fused", fused))
     for q in queries[:20]:  # warm-up: the model, the index readers, the caches
-        lexical(q.text)
-        fused(q.text)
-    times: dict[str, list[float]] = {"lexical": [], "fused": [], "embed": [], "rank": []}
+        for _, call in calls:
+            call(q.text)
+    times: dict[str, list[float]] = {name: [] for name in [*dict(calls), "embed", "rank"]}
     for q in queries:
-        for name, call in (("lexical", lexical), ("fused", fused)):
+        for name, call in calls:
             t = time.perf_counter()
             call(q.text)
             times[name].append((time.perf_counter() - t) * 1000)
@@ -149,7 +155,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "latency": stats,
         "target": {
             "classic_p50_ms_with_dense": TARGET_P50_MS,
-            "met": stats["fused"]["p50_ms"] <= TARGET_P50_MS,
+            "met": max(stats["fused"]["p50_ms"], stats["default (rerank)"]["p50_ms"])
+            <= TARGET_P50_MS,
         },
         "cores": len(os.sched_getaffinity(0)),
     }

@@ -71,11 +71,16 @@ CHANNEL_STUDY: dict[str, dict[str, float] | None] = {
 }
 # With `--dense` (vectors of the local model, issue 17): the dense channel alone and fused at
 # each weight of the curve, scored per group (the weight is chosen on these numbers).
+# The rerank channel (the fused lexical top 30 reordered by the model) has its own curve.
 DENSE_CURVE = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+RERANK_CURVE = (0.5, 1.0, 1.5, 2.0, 3.0)
+LEXICAL = {**DEFAULT_WEIGHTS, "rerank": 0.0}
 DENSE_STUDY: dict[str, dict[str, float] | None] = {
-    "lexical (default)": None,
+    "lexical (no vectors)": LEXICAL,
+    "default (rerank 1.5)": None,
     "dense only": {"dense": 1.0},
-    **{f"fused + dense {w:g}": {**DEFAULT_WEIGHTS, "dense": w} for w in DENSE_CURVE},
+    **{f"fused + dense {w:g}": {**LEXICAL, "dense": w} for w in DENSE_CURVE},
+    **{f"lexical + rerank {w:g}": {**LEXICAL, "rerank": w} for w in RERANK_CURVE},
 }
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "doc@10")
 _CHUNK_MARK = re.compile(r"\[chunk ([0-9a-f]+)(?:, pages [0-9,]+)?\]")

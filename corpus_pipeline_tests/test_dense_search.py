@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from corpus_pipeline.contracts.embeddings import EmbeddingSpec
-from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
+from corpus_pipeline.contracts.search import SearchFilters, SearchRequest, SearchResult
 from corpus_pipeline.ingest import embed_documents_run, ingest, publish_namespace_run
 from corpus_pipeline.settings import load_settings
 from query_service import dense
@@ -80,6 +80,34 @@ def test_a_filtered_out_document_never_comes_back_through_the_dense_channel(corp
     assert excluded and ids["travel.md"] not in excluded
 
 
+def test_the_rerank_channel_reorders_what_the_words_found_by_the_models_similarity(corpus):
+    settings, ids, *_ = corpus
+    revision = open_revision(settings.published_dir, "default")
+    query = "the winter revenue of the pump"
+
+    def run(weights: dict[str, float]) -> list[SearchResult]:
+        request = SearchRequest(query=query, top_k=3, weights=weights)
+        return classic_search(revision, request).results
+
+    lexical = run({"content": 1.0})
+    reranked = run({"content": 1.0, "rerank": 50.0})
+    found = dense.query_vector(revision, query)
+    assert found is not None
+    index, vector = found
+    similar = index.similarity(vector, [r.chunk_id for r in reranked])
+    # The same chunks the words found, in the order of the model's similarity to the query.
+    assert {r.chunk_id for r in reranked} == {r.chunk_id for r in lexical}
+    assert similar == sorted(similar, key=lambda cos: -(cos or 0.0))
+    assert reranked[0].document_id == ids["plant.md"] != lexical[0].document_id
+
+
+def test_a_revision_with_vectors_is_reranked_by_default(corpus):
+    settings, *_ = corpus
+    revision = open_revision(settings.published_dir, "default")
+    request = SearchRequest(query="the winter revenue of the pump", top_k=3)
+    assert all("rerank" in r.channels for r in classic_search(revision, request).results)
+
+
 def test_a_revision_without_vectors_has_no_dense_channel(tmp_path: Path):
     note = tmp_path / "travel.md"
     note.write_text(NOTES["travel.md"], encoding="utf-8")
@@ -91,6 +119,7 @@ def test_a_revision_without_vectors_has_no_dense_channel(tmp_path: Path):
     assert dense_index(revision) is None
     response = classic_search(revision, SearchRequest(query=QUESTION, top_k=1, weights=DENSE_ONLY))
     assert response.results == [] or response.small_corpus
+    assert dense.query_vector(revision, QUESTION) is None  # nothing to rerank with either
 
 
 def _clustered(rows: int, seed: int = 7) -> np.ndarray:

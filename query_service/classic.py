@@ -25,7 +25,7 @@ from corpus_pipeline.contracts.search import (
 )
 from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.index import channels as ch
-from query_service.dense import dense_ranking
+from query_service.dense import query_vector
 from query_service.documents import name_words, named_documents
 from query_service.fusion import weighted_rrf
 from query_service.instructions import search_text
@@ -55,6 +55,11 @@ PATH_MIN_SHARE = 0.35
 MIN_DEPTH = 200
 # Chunks the dense channel ranks (its hits are mapped into the index one by one).
 DENSE_DEPTH = 100
+# The rerank channel orders the fused lexical channels' best RERANK_POOL chunks by the cosine of
+# their vectors to the query's: the model reorders what the words found instead of adding its
+# own hits (on the real-world set with the local model: page-hit@5 +0.010, MRR +0.012 at weight
+# 1, no type of 20+ questions lower, where the dense channel's own hits cost the papers).
+RERANK_POOL = 30
 # The document channel: the best chunks of the PRIOR_DOCUMENTS documents whose cards match the
 # query's name-like terms (on at most NAME_SHARE of the cards), best document first. In an
 # archive of a few issuers' filings each company's name is on a fifth of the cards or more: at
@@ -434,7 +439,8 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         terms = {
             channel: shape_query(channel, query_text)
             for channel in CHANNELS
-            if weights.get(channel, 0) > 0 and channel not in ("document", "page", "part", "dense")
+            if weights.get(channel, 0) > 0
+            and channel not in ("document", "page", "part", "dense", "rerank")
         }
         labels = label_phrases(query_text)
         pages = (
@@ -451,9 +457,23 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             (terms.get("content") or shape_query("content", query_text)) if pages or parts else []
         )
         older = superseded_documents(revision) if asks_for_latest(query_text) else frozenset()
+        vectors = (
+            query_vector(revision, query_text)
+            if weights.get("dense", 0) > 0 or weights.get("rerank", 0) > 0
+            else None
+        )
         dense: list[tuple[str, float]] = []
-        if weights.get("dense", 0) > 0:
-            dense = dense_ranking(revision, query_text, DENSE_DEPTH)
+        if vectors is not None and weights.get("dense", 0) > 0:
+            dense = vectors[0].rank(vectors[1], DENSE_DEPTH)
+        if weights.get("rerank", 0) <= 0:
+            vectors = None
+        decoded: dict[DocKey, dict[str, Any]] = {}  # a chunk's stored payload, read once
+
+        def payload_of(key: DocKey) -> dict[str, Any]:
+            if key not in decoded:
+                decoded[key] = _payload(revision, addresses[key])
+            return decoded[key]
+
         documents: list[str] = []
         if weights.get("document", 0) > 0:
             names = name_words(query_text)
@@ -551,10 +571,24 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                         addresses[key] = address
                         keys.append(key)
                 ranked["document"] = keys
+            fused_list = weighted_rrf(ranked, weights, scores=channel_scores)
+            if vectors is not None:
+                # The lexical pool reordered by the model, fused in as one more ranked list.
+                pool = [f.key for f in fused_list[:RERANK_POOL]]
+                similar = vectors[0].similarity(
+                    vectors[1], [payload_of(key)["chunk_id"] for key in pool]
+                )
+                order = sorted(
+                    (i for i, cos in enumerate(similar) if cos is not None),
+                    key=lambda i: (-(similar[i] or 0.0), i),
+                )
+                ranked["rerank"] = [pool[i] for i in order]
+                channel_scores["rerank"] = [round(similar[i] or 0.0, 5) for i in order]
+                fused_list = weighted_rrf(ranked, weights, scores=channel_scores)
             results = []
             current = 0  # results not only in superseded documents
-            for fused in weighted_rrf(ranked, weights, scores=channel_scores):
-                payload = _payload(revision, addresses[fused.key])
+            for fused in fused_list:
+                payload = payload_of(fused.key)
                 result = _result(
                     payload, fused.score, fused.ranks, request, older, pages, documents
                 )

@@ -12,7 +12,7 @@ caller exactly as for the lexical channels.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,11 +48,20 @@ class DenseIndex:
     chunk_ids: list[str]
     matrix: np.ndarray  # (chunks, dimension), rows of unit length
     codes: np.ndarray | None = None  # sign codes of the rows, for sets above EXACT_UP_TO
+    rows: dict[str, int] = field(default_factory=dict)  # chunk id → row
 
     @classmethod
     def build(cls, spec: EmbeddingSpec, chunk_ids: list[str], matrix: np.ndarray) -> DenseIndex:
         codes = sign_codes(matrix) if len(chunk_ids) > EXACT_UP_TO else None
-        return cls(spec, chunk_ids, matrix, codes)
+        rows = {chunk_id: row for row, chunk_id in enumerate(chunk_ids)}
+        return cls(spec, chunk_ids, matrix, codes, rows)
+
+    def similarity(self, query: np.ndarray, chunk_ids: list[str]) -> list[float | None]:
+        """Cosine of each chunk to the query vector (None: the chunk has no vector yet)."""
+        found = [self.rows.get(chunk_id) for chunk_id in chunk_ids]
+        known = [row for row in found if row is not None]
+        scores = iter((self.matrix[known] @ query.astype(np.float32)).tolist())
+        return [None if row is None else float(next(scores)) for row in found]
 
     def candidates(self, query: np.ndarray, limit: int) -> np.ndarray | None:
         """Rows whose sign codes are nearest the query's (None: score every row)."""
@@ -142,10 +151,15 @@ def query_embedder(spec: EmbeddingSpec) -> Embedder:
         return _EMBEDDERS[spec.key]
 
 
-def dense_ranking(revision: Revision, query: str, limit: int) -> list[tuple[str, float]]:
-    """Chunk ids closest to the query, best first (empty when the revision has no vectors)."""
+def query_vector(revision: Revision, query: str) -> tuple[DenseIndex, np.ndarray] | None:
+    """The revision's vectors and the query embedded in their space (None without vectors)."""
     index = dense_index(revision)
     if index is None or not query.strip():
-        return []
-    vector = query_embedder(index.spec).embed([query])[0]
-    return index.rank(vector, limit)
+        return None
+    return index, query_embedder(index.spec).embed([query])[0]
+
+
+def dense_ranking(revision: Revision, query: str, limit: int) -> list[tuple[str, float]]:
+    """Chunk ids closest to the query, best first (empty when the revision has no vectors)."""
+    found = query_vector(revision, query)
+    return [] if found is None else found[0].rank(found[1], limit)

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from corpus_pipeline.contracts.artifacts import ChunkType
 
-CHANNELS = ("path", "content", "term", "document", "page", "part", "dense")
+CHANNELS = ("path", "content", "term", "document", "page", "part", "dense", "rerank")
 # The document channel (the best chunks of the documents whose file name, title and opening page
 # match the query's names) speaks only when a query names a dated document (a quarter, or "the
 # latest" of a series: `query_service.documents.named_documents`); its weight, like the page
@@ -26,6 +26,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "page": 3.0,
     "part": 2.0,
     "dense": 0.0,
+    "rerank": 1.5,
 }
 RRF_K = 60
 
@@ -147,7 +148,9 @@ class SearchRequest(_Model):
         description="Channel weights; default path 1, content 2, term 1.5, document 2 (only "
         "for a question that names a dated document), page 3 (only for a question that names a "
         "page), part 2 (only for a question that names a numbered part: 'Appendix E', "
-        "'Figure 1'), dense 0 (off; used only when the revision holds vectors).",
+        "'Figure 1'), dense 0 (off; used only when the revision holds vectors), rerank 1.5 (the "
+        "fused lexical top 30 reordered by vector similarity to the query; only when the "
+        "revision holds vectors).",
     )
 
     @field_validator("weights")
