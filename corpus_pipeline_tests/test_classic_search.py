@@ -193,6 +193,24 @@ def test_the_parts_a_text_names_are_keyed_as_asked():
     assert parts_named("Table of contents, a well-known figure") == []
 
 
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        ("How many quizzes are in units 4, 5, and 6?", ["unit 4", "unit 5", "unit 6"]),
+        ("Among figure 1-4, how many", ["figure 1", "figure 2", "figure 3", "figure 4"]),
+        ("Figures 2 and 3", ["figure 2", "figure 3"]),
+        ("Appendices A to C", ["appendix a", "appendix b", "appendix c"]),
+        ("Annexes B and D", ["annex b", "annex d"]),
+        ("Part I and a summary", ["part i"]),  # "a" is an article here, not Part A
+        ("items 1-1000", ["item 1", "item 1000"]),  # too wide to be a list of parts
+    ],
+)
+def test_parts_named_together_are_each_named(text, parts):
+    from corpus_pipeline.index.channels import parts_named
+
+    assert parts_named(text) == parts
+
+
 def test_a_chunk_belongs_to_the_parts_its_titles_name_and_is_the_part_its_caption_starts_with():
     from corpus_pipeline.index.channels import chunk_parts
 

@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Sequence
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -232,9 +233,60 @@ def part_key(match: re.Match[str]) -> str:
     return f"{_PART_WORDS.get(word, word)} {match.group(2).lower()}"
 
 
+# Parts named together: "Figures 2 and 3", "units 4, 5, and 6", "Tables 1-3", "Appendix A to C".
+_PART_NUMBER = r"\b(?:\d+(?:\.\d+)*[A-Za-z]?|[IVXLC]+|[A-Z])\b"
+_PART_JOIN = r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|to|through)\s+|\s*[-–]\s*"
+PART_LIST = re.compile(
+    r"\b(appendix|appendices|annex(?:es)?|tables?|figures?|figs?\.?|charts?|chapters?|sections?|"
+    r"notes?|parts?|items?|exhibits?|schedules?|units?|steps?|lessons?|modules?|goals?|"
+    r"objectives?|priority|priorities|articles?)(?:\s+|-)"
+    rf"({_PART_NUMBER}(?:(?:{_PART_JOIN}){_PART_NUMBER})*)",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(_PART_NUMBER, re.IGNORECASE)
+_RANGE = re.compile(r"\s*[-–]\s*|\s+(?:to|through)\s+", re.IGNORECASE)
+MAX_RANGE = 20  # "Tables 1-3" is three tables; "items 1-1000" names no parts
+
+
+def _part_word(word: str) -> str:
+    word = word.lower().rstrip(".")
+    if word in ("fig", "figs"):
+        return "figure"
+    if word.endswith("ices"):  # appendices
+        return word[:-4] + "ix"
+    if word.endswith("ies"):  # priorities
+        return word[:-3] + "y"
+    if word.endswith("xes"):  # annexes
+        return word[:-2]
+    return word[:-1] if word.endswith("s") else word
+
+
 def parts_named(text: str) -> list[str]:
-    """Every numbered part `text` names, in order, once each."""
-    return list(dict.fromkeys(part_key(m) for m in PART_LABEL.finditer(text)))
+    """Every numbered part `text` names, in order, once each; a list or a range names each of
+    its parts ("Figures 2 and 3" → figure 2, figure 3; "units 4-6" → unit 4, unit 5, unit 6)."""
+    found: list[str] = []
+    for match in PART_LIST.finditer(text):
+        word = _part_word(match.group(1))
+        listed = list(_NUMBER.finditer(match.group(2)))
+        numbers = [m.group() for m in listed]
+        joins = [match.group(2)[a.end() : b.start()] for a, b in pairwise(listed)]
+        keys = [numbers[0]]
+        for join, number in zip(joins, numbers[1:], strict=True):
+            if len(number) == 1 and number.islower():
+                break  # "Part I and a summary": an article, not Part A
+            low = keys[-1]
+            if _RANGE.fullmatch(join) and (
+                (low.isdigit() and number.isdigit())
+                or (len(low) == len(number) == 1 and low.isalpha() and number.isalpha())
+            ):
+                start, stop = (int(low), int(number)) if low.isdigit() else (ord(low), ord(number))
+                span = range(start + 1, stop + 1)
+                if 0 < len(span) <= MAX_RANGE:
+                    keys.extend(str(n) if low.isdigit() else chr(n) for n in span)
+                    continue
+            keys.append(number)
+        found.extend(f"{word} {key.lower()}" for key in keys)
+    return list(dict.fromkeys(found))
 
 
 def chunk_parts(section_titles: Sequence[str], caption: str | None) -> list[str]:
