@@ -218,28 +218,26 @@ INDEX_FIELDS = (
 
 # A numbered part ("Appendix C", "Table II", "Figure 3", "Fig. 3", "Unit 8", "Note 7.2", "Item 1A",
 # also typed with a hyphen: "unit-8"): the part word, then its number or letter.
+_PART_WORD = (
+    "appendix|annex|table|figure|chart|chapter|section|note|part|item|exhibit|schedule|unit|"
+    "step|lesson|module|goal|objective|priority|article"
+)
+_PART_NUMBER = r"\b(?:\d+(?:\.\d+)*[A-Za-z]?|[IVXLC]+|[A-Z])\b"
 PART_LABEL = re.compile(
-    r"\b(appendix|annex|table|figure|fig\.?|chart|chapter|section|note|part|item|exhibit|"
-    r"schedule|unit|step|lesson|module|goal|objective|priority|article)(?:\s+|-)"
-    r"([A-Z]|[IVXLC]+|\d+(?:\.\d+)*[A-Za-z]?)\b",
+    rf"\b({_PART_WORD}|fig\.?)(?:\s+|-)({_PART_NUMBER})",
     re.IGNORECASE,
 )
-_PART_WORDS = {"fig": "figure", "fig.": "figure"}
 
 
 def part_key(match: re.Match[str]) -> str:
     """A part's name as indexed and asked: "Fig. 3" → "figure 3", "ITEM 1A" → "item 1a"."""
-    word = match.group(1).lower()
-    return f"{_PART_WORDS.get(word, word)} {match.group(2).lower()}"
+    return f"{_part_word(match.group(1))} {match.group(2).lower()}"
 
 
 # Parts named together: "Figures 2 and 3", "units 4, 5, and 6", "Tables 1-3", "Appendix A to C".
-_PART_NUMBER = r"\b(?:\d+(?:\.\d+)*[A-Za-z]?|[IVXLC]+|[A-Z])\b"
 _PART_JOIN = r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|to|through)\s+|\s*[-–]\s*"
 PART_LIST = re.compile(
-    r"\b(appendix|appendices|annex(?:es)?|tables?|figures?|figs?\.?|charts?|chapters?|sections?|"
-    r"notes?|parts?|items?|exhibits?|schedules?|units?|steps?|lessons?|modules?|goals?|"
-    r"objectives?|priority|priorities|articles?)(?:\s+|-)"
+    rf"\b((?:{_PART_WORD})(?:e?s)?|appendices|priorities|figs?\.?)(?:\s+|-)"
     rf"({_PART_NUMBER}(?:(?:{_PART_JOIN}){_PART_NUMBER})*)",
     re.IGNORECASE,
 )
@@ -249,6 +247,7 @@ MAX_RANGE = 20  # "Tables 1-3" is three tables; "items 1-1000" names no parts
 
 
 def _part_word(word: str) -> str:
+    """The part word, singular and spelled out: "Figs." → "figure", "Appendices" → "appendix"."""
     word = word.lower().rstrip(".")
     if word in ("fig", "figs"):
         return "figure"
