@@ -211,6 +211,16 @@ def test_parts_named_together_are_each_named(text, parts):
     assert parts_named(text) == parts
 
 
+def test_the_words_naming_parts_are_read_as_written():
+    from corpus_pipeline.index.channels import part_phrases
+
+    assert part_phrases("Among figures 1-4, which one, and what does Appendix E list?") == [
+        "figures 1-4",
+        "Appendix E",
+    ]
+    assert part_phrases("a table of contents") == []
+
+
 def test_a_chunk_belongs_to_the_parts_its_titles_name_and_is_the_part_its_caption_starts_with():
     from corpus_pipeline.index.channels import chunk_parts
 

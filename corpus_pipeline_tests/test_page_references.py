@@ -16,8 +16,8 @@ from corpus_pipeline.index import channels as ch
 from corpus_pipeline.parsing.pdf.page_labels import printed_labels
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.settings import load_settings
-from query_service.classic import classic_search
-from query_service.pages import PageReference, page_references
+from query_service.classic import classic_search, place_terms, shape_query
+from query_service.pages import PageReference, page_phrases, page_references
 from query_service.revision import open_revision, read_current_pointer
 
 from .support import build_documents, pdf_data, published_home
@@ -45,6 +45,16 @@ from .support import build_documents, pdf_data, published_home
 )
 def test_a_question_names_pages_by_number_label_position_or_from_the_end(question, expected):
     assert page_references(question) == expected
+
+
+def test_the_words_naming_a_page_do_not_rank_chunks_on_that_page():
+    question = "In the table at page 28, which signal has the least frequency?"
+    assert page_phrases(question) == ["page 28"]
+    terms = place_terms(shape_query("content", question), page_phrases(question))
+    assert "signal" in terms and "frequenc" in terms
+    assert "page" not in terms and "28" not in terms
+    # A question of nothing but its page keeps its words (there is nothing else to rank by).
+    assert place_terms(["page", "28"], ["page 28"]) == ["page", "28"]
 
 
 def test_a_long_page_range_names_a_part_not_pages():
@@ -179,6 +189,43 @@ def test_the_named_page_comes_first_through_the_page_channel(survey):
     top = classic_search(revision, request).results[0]
     assert top.channels["page"] == 0
     assert (top.source_file_name, top.pages) in [("printed.pdf", [4]), ("declared.pdf", [6])]
+
+
+def pages_of(sections: list[tuple[str, str]]) -> bytes:
+    """One titled section per page."""
+    doc: Any = pymupdf.open()  # type: ignore[no-untyped-call]
+    for title, text in sections:
+        page = doc.new_page()
+        page.insert_text((72, 80), title, fontsize=18)
+        page.insert_textbox((72, 110, 540, 700), text, fontsize=11)
+    return pdf_data(doc)
+
+
+def test_on_a_named_page_the_question_s_other_words_rank_not_the_page_number(tmp_path):
+    """Every chunk on "page 2" has met the page the question names; the one that also says
+    "page 2" (a running footer, a cross-reference) is no better an answer for it."""
+    files = {
+        "contents.pdf": pages_of(
+            [
+                (
+                    "Contents",
+                    "How to read this guide: " + PARAGRAPH.format(bird="ducks", place="lake"),
+                ),
+                ("Overview", "Page 2 of the contents: at page 2, which is page 2 of 3."),
+                ("Warranty", "Warranty terms and the service addresses, " * 8),
+            ]
+        ),
+        "display.pdf": pages_of(
+            [
+                ("Setup", "Setting up the display stand and the cables. " * 8),
+                ("Signals", "VGA: the signal of least frequency, 30 Hz."),
+                ("Cleaning", "Cleaning the screen with a dry cloth. " * 8),
+            ]
+        ),
+    }
+    settings, _ = published_home(tmp_path, files)
+    hits = search(settings, "In the table at page 2, which signal has the least frequency?", page=1)
+    assert hits[0] == ("display.pdf", [2])
 
 
 def test_an_index_holds_exactly_the_fields_the_publisher_checks(tmp_path):

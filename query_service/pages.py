@@ -106,3 +106,10 @@ def page_references(question: str) -> PageReference:
         else:
             from_end[1] = None
     return PageReference(tuple(numbers), tuple(from_end), tuple(labels))
+
+
+def page_phrases(question: str) -> list[str]:
+    """The words by which the question names its pages ("page 28", "the last slide"), as
+    written: inside the page channel they are already met, so they rank nothing there."""
+    spans = [*_NUMBERED.finditer(question), *_ORDINAL.finditer(question)]
+    return [m.group(0) for m in sorted(spans, key=lambda m: m.start())]

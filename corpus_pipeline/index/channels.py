@@ -288,6 +288,11 @@ def parts_named(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def part_phrases(text: str) -> list[str]:
+    """The words by which `text` names its parts ("Figures 2 and 3"), as written."""
+    return [m.group(0) for m in PART_LIST.finditer(text)]
+
+
 def chunk_parts(section_titles: Sequence[str], caption: str | None) -> list[str]:
     """The parts a chunk belongs to (those its section titles name: "Appendix E", "SEMESTER 2:
     QUARTER 4 UNIT 13 …") and the part it is (a table's or image's caption that starts with a
