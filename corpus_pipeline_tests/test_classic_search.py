@@ -140,11 +140,13 @@ def test_request_validation_names_the_field():
 
 def test_a_table_is_found_by_the_words_leading_up_to_it_in_the_term_channel(revision):
     response = run(
-        revision, "vertical spans", top_k=1, weights={"term": 1.0}, chunk_types=["table"]
+        revision, "vertical spans", top_k=2, weights={"term": 1.0}, chunk_types=["table"]
     )
-    (top,) = response.results
-    assert top.channels == {"term": 0}
-    assert "Merged Cell 3.1 4.1" in top.content, "the table introduced as having vertical spans"
+    assert [r.channels for r in response.results] == [{"term": 0}, {"term": 1}]
+    found = " ".join(r.content for r in response.results)
+    # The two tables introduced as having a vertical span: "… with vertical spans" and "… with
+    # a vertical span over a row starting late" (the word in either number).
+    assert "Merged Cell 3.1 4.1" in found and "Merged Cell 0.2 1.2" in found
 
 
 def test_label_phrases_are_the_numbered_parts_a_query_names():
@@ -179,6 +181,41 @@ def _published_with(tmp_path, files: dict[str, str]):
     )
     publish(settings)
     return open_revision(settings.published_dir, "default")
+
+
+@pytest.mark.parametrize(
+    ("word", "forms"),
+    [
+        ("inventory", ["inventories"]),
+        ("inventories", ["inventory"]),
+        ("levels", ["level"]),
+        ("process", ["processes"]),
+        ("status", ["statuses"]),
+        ("its", []),  # too short to tell
+        ("10-q", []),  # an identifier is matched as written
+    ],
+)
+def test_a_term_channel_word_is_also_asked_in_its_other_number(word, forms):
+    from corpus_pipeline.index.channels import inflections
+
+    assert inflections(word) == forms
+
+
+def test_the_term_channel_finds_a_statement_row_written_in_the_plural(tmp_path):
+    revision = _published_with(
+        tmp_path,
+        {
+            "balance.md": (
+                "# Balance sheet\n\n| Assets | 2023 | 2022 |\n| --- | --- | --- |\n"
+                "| Cash | 28,408 | 23,646 |\n| Inventories | 7,351 | 4,946 |\n"
+            ),
+            "review.md": "# Review\n\nThe supply chain review lists the levels of service.\n",
+        },
+    )
+    request = SearchRequest(query="inventory level", top_k=2, weights={"term": 1.0})
+    found = {r.source_file_name: r.content for r in classic_search(revision, request).results}
+    assert "Inventories" in found["balance.md"]  # the row, written in the plural
+    assert "levels" in found["review.md"]
 
 
 def test_the_parts_a_text_names_are_keyed_as_asked():

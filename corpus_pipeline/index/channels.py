@@ -152,6 +152,40 @@ def with_variants(text: str) -> str:
     return f"{text}\n{' '.join(extra)}" if extra else text
 
 
+MIN_INFLECTED = 4  # "bus", "gas", "its": too short to tell a plural from a word ending in s
+
+
+def _singular(word: str) -> str:
+    """Harman's S-stemmer (1991): "-ies" → "-y", "-es" → "-e", "-s" → "", with its exceptions
+    ("aies", "eies", "aes", "ees", "oes", "us", "ss" stay)."""
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith("s") and not word.endswith(("us", "ss")):
+        return word[:-1]
+    return word
+
+
+def _plural(word: str) -> str:
+    if word.endswith("y") and word[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def inflections(token: str) -> list[str]:
+    """The other forms of a word in number ("inventory" → "inventories", "levels" → "level"),
+    sorted: the term channel keeps words as written (an identifier matches whole), so without
+    them a question's "inventory" misses the balance sheet's "Inventories". Only plain words of
+    MIN_INFLECTED letters or more; a form that is no word simply matches nothing."""
+    if len(token) < MIN_INFLECTED or not token.isalpha():
+        return []
+    singular = _singular(token)
+    return sorted({singular, _plural(singular)} - {token})
+
+
 @cache
 def analyzers() -> dict[str, tantivy.TextAnalyzer]:
     stem = (
