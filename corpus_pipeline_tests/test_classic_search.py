@@ -53,6 +53,8 @@ def test_query_shaping_matches_indexing_stemming_and_identifiers():
         "iso9001",  # the code as written without its hyphen (channels.with_variants)
     ]
     assert shape_query("content", "the The THE") == ["the"], "content keeps every word"
+    # An ampersand abbreviation is one term, as filings write it (not "r" and "d").
+    assert shape_query("term", "R&D and SG&A expenses") == ["r&d", "sg&a", "expenses"]
 
 
 def test_path_and_term_channels_ignore_function_words_unless_that_is_all_there_is():

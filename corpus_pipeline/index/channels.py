@@ -3,7 +3,7 @@
 - content: content + summary (unless the content already holds it), simple tokenizer, lower-cased, English stemming (no stop words
   are removed: BM25's IDF already discounts them, and removing them breaks queries like 'The Who').
 - path: file name + section paths of every occurrence, same analyzer as content.
-- term: raw content (with a table's or image's lead-in text) + paths, tokens are whole identifiers (`ISO-9001:2015`, `v1.2.3`,
+- term: raw content (with a table's or image's lead-in text) + paths, tokens are whole identifiers (`ISO-9001:2015`, `v1.2.3`, `R&D`,
   `foo_bar`), lower-cased, never stemmed: exact matches of codes and numbers.
 
 Numbers and identifiers are written many ways ("8,362" / "8362", "10-Q" / "10Q", "FY2023" /
@@ -26,7 +26,7 @@ import tantivy
 
 STEM_ANALYZER = "corpus_stem"
 TERM_ANALYZER = "corpus_term"
-TERM_PATTERN = r"[\p{L}\p{N}]+(?:[-_.:/#+@][\p{L}\p{N}]+)*"
+TERM_PATTERN = r"[\p{L}\p{N}]+(?:[-_.:/#+@&][\p{L}\p{N}]+)*"
 
 F_CHUNK_ID = "chunk_id"
 F_CHUNK_TYPE = "chunk_type"
@@ -360,7 +360,8 @@ def _register(index: tantivy.Index) -> tantivy.Index:
 # What a text indexes as (the analyzers, `with_variants`): bumped with every change, so that an
 # index written under another version is rebuilt from the artifacts at the next publish instead
 # of answering queries that are analysed differently from its documents.
-ANALYSIS_VERSION = 2  # 2: quarters ("Q3 2023", "third quarter of 2023" → "2023q3")
+# 2: quarters ("Q3 2023", "third quarter of 2023" → "2023q3"); 3: "&" joins a term ("R&D").
+ANALYSIS_VERSION = 3
 ANALYSIS_FILE = "corpus_analysis.json"
 
 
