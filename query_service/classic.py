@@ -58,7 +58,7 @@ DENSE_DEPTH = 100
 # The rerank channel orders the fused lexical channels' best RERANK_POOL chunks by the cosine of
 # their vectors to the query's: the model reorders what the words found instead of adding its
 # own hits (on the real-world set with the local model, weight 1.5: page-hit@5 +0.005, @1
-# +0.021, MRR +0.017, no type of 20+ questions lower; the dense channel's own hits cost the
+# +0.021, MRR +0.016, no type of 20+ questions lower; the dense channel's own hits cost the
 # papers).
 RERANK_POOL = 30
 # The document channel: the best chunks of the PRIOR_DOCUMENTS documents whose cards match the
