@@ -14,7 +14,6 @@ calls) never exceeds the budget. Retrieval returns evidence; it never writes an 
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -207,7 +206,7 @@ def _idf_weights(revision: Revision, terms: set[str]) -> dict[str, float]:
     out = {}
     for term in terms:
         df = revision.searcher.doc_freq(ch.F_CONTENT, term)
-        out[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        out[term] = ch.bm25_idf(total, df)
     return out
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Sequence
@@ -118,7 +117,7 @@ def path_query(
     full = 0.0
     for term in terms:
         df = searcher.doc_freq(ch.F_PATH, term)
-        idf = round(math.log(1 + (total - df + 0.5) / (df + 0.5)), 4)
+        idf = round(ch.bm25_idf(total, df), 4)
         full += idf
         if df == 0:
             continue
@@ -149,11 +148,6 @@ def label_phrases(query: str) -> list[list[str]]:
 INFLECTED_WEIGHT = 0.8
 
 
-def _idf(total: int, df: int) -> float:
-    """BM25's inverse document frequency, as tantivy computes it."""
-    return math.log(1 + (total - df + 0.5) / (df + 0.5))
-
-
 def channel_query(
     channel: str,
     terms: Sequence[str],
@@ -177,12 +171,12 @@ def channel_query(
         if set(written) <= {term}:
             return query
         total = searcher.num_docs
-        shared = _idf(total, sum(written.values()))
+        shared = ch.bm25_idf(total, sum(written.values()))
         return tantivy.Query.disjunction_max_query(
             [
                 tantivy.Query.boost_query(
                     tantivy.Query.term_query(schema, field, t),
-                    (1.0 if t == term else INFLECTED_WEIGHT) * shared / _idf(total, n),
+                    (1.0 if t == term else INFLECTED_WEIGHT) * shared / ch.bm25_idf(total, n),
                 )
                 for t, n in written.items()
             ]

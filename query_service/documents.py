@@ -10,7 +10,6 @@ ranked with Okapi BM25 (pure functions below, tested on their own).
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -96,7 +95,7 @@ class DocumentCards:
         scores: dict[str, float] = defaultdict(float)
         for term in self.names(terms, max_share):
             posting = self.postings[term]
-            idf = math.log(1 + (total - len(posting) + 0.5) / (len(posting) + 0.5))
+            idf = ch.bm25_idf(total, len(posting))
             for document_id, tf in posting:
                 norm = 1 - BM25_B + BM25_B * self.lengths[document_id] / (self.average or 1)
                 scores[document_id] += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)

@@ -15,6 +15,7 @@ document prints them.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from functools import cache
@@ -150,6 +151,12 @@ def with_variants(text: str) -> str:
     for period in periods(text):
         extra.setdefault(period, None)
     return f"{text}\n{' '.join(extra)}" if extra else text
+
+
+def bm25_idf(total: int, df: int) -> float:
+    """BM25's inverse document frequency of a term in `df` of `total` documents, as tantivy
+    computes it (so scores computed beside the index compare with its own)."""
+    return math.log(1 + (total - df + 0.5) / (df + 0.5))
 
 
 MIN_INFLECTED = 4  # "bus", "gas", "its": too short to tell a plural from a word ending in s
