@@ -3,8 +3,9 @@
 All 117 PDFs of `../shared/realworld/docs` go into ONE namespace through `corpus ingest`
 (`benchmarks.user_path.ingest_folder`: Dagster assets and their contract checks, one published
 revision); a document that fails stays in the question set, its questions are misses. The 199
-questions then go to the query service over HTTP (`POST /v1/search`) as an agent sends them:
-classic (top 10) and agentic (8k token budget). Agentic results are scored in the order the
+questions (`questions.jsonl`) and the 100 financial-metric questions (`finance_questions.jsonl`)
+then go to the query service over HTTP (`POST /v1/search`) as an agent sends them: classic
+(top 10) and agentic (8k token budget). Agentic results are scored in the order the
 agent reads them: the chunks in `evidence_text` order (document by document, sections in
 document order), then the fallback results it was pointed to. Scoring is the set's own
 `score_pages.py` (page-hit@1/5/10, MRR@10, doc-hit@10; overall, per doc_type, per evidence kind).
@@ -14,6 +15,11 @@ Beside it, in the same run:
   textbook Okapi BM25 (k1 1.5, b 0.75), top 10 (each window cites the pages it covers);
 - the channel study: classic with content only, each channel alone, and the fused default.
 
+Generalisation is measured, not assumed: the documents are split into two halves by a stable hash
+of the file name (`half_of`: the first byte of its BLAKE2b digest, even → "tuned", odd → "held
+out"); every choice is made on the tuned half and both halves are reported, per set and per
+document type. A change that helps the tuned half and hurts the other is reverted.
+
 Writes benchmarks/results/realworld_quality.json and prints the tables.
 Run: `python -m benchmarks.realworld_quality [--home DIR [--reuse]]` (`--reuse` searches an
 already ingested home without ingesting again; the headline comes from a full run).
@@ -22,6 +28,7 @@ already ingested home without ingesting again; the headline comes from a full ru
 from __future__ import annotations
 
 import argparse
+import hashlib
 import html
 import json
 import math
@@ -93,8 +100,19 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def load_questions(root: Path) -> list[Row]:
-    lines = (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+QUESTION_SETS = {"questions": "questions.jsonl", "finance": "finance_questions.jsonl"}
+HALVES = ("tuned", "held out")
+
+
+def half_of(file_name: str) -> str:
+    """The half a document belongs to: a stable hash of its file name (the first byte of its
+    BLAKE2b digest), even → tuned, odd → held out. On this set it splits the 117 documents
+    48 / 69 and the questions 100 / 99 and 45 / 55, with every document type in both."""
+    return HALVES[hashlib.blake2b(file_name.encode("utf-8")).digest()[0] % 2]
+
+
+def load_questions(root: Path, name: str = "questions") -> list[Row]:
+    lines = (root / QUESTION_SETS[name]).read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -103,11 +121,41 @@ def scorer(root: Path) -> Any:
     return load_script(root / "score_pages.py")
 
 
-def score(root: Path, lines: list[Row], work: Path, name: str) -> dict[str, Row]:
+def score(
+    root: Path, lines: list[Row], work: Path, name: str, questions: str = "questions"
+) -> dict[str, Row]:
+    """The set's scorer over all questions, then over each half's (groups "half:<name>" and
+    "half:<name>/type:<doc type>")."""
     path = work / f"{name}.jsonl"
     write_jsonl(path, lines)
-    result: dict[str, Row] = scorer(root).score(str(path), str(root / "questions.jsonl"))
+    result: dict[str, Row] = scorer(root).score(str(path), str(root / QUESTION_SETS[questions]))
+    for half in HALVES:
+        kept = [q for q in load_questions(root, questions) if half_of(q["doc"]) == half]
+        subset = work / f"{name}-{questions}-{half.replace(' ', '_')}.jsonl"
+        write_jsonl(subset, kept)
+        for group, metrics in scorer(root).score(str(path), str(subset)).items():
+            if group == "all" or group.startswith("type:"):
+                result[f"half:{half}" + ("" if group == "all" else f"/{group}")] = metrics
     return result
+
+
+def breakdown(
+    root: Path, lines: list[Row], work: Path, name: str, field: str, questions: str = "finance"
+) -> dict[str, Row]:
+    """The set's scorer over the questions of each value of `field` ("metric", "statements":
+    the financial-metric questions per measure and per statement they need)."""
+    path = work / f"{name}-by-{field}.jsonl"
+    write_jsonl(path, lines)
+    groups: dict[str, list[Row]] = defaultdict(list)
+    for q in load_questions(root, questions):
+        value = q[field]
+        groups["+".join(sorted(value)) if isinstance(value, list) else str(value)].append(q)
+    out: dict[str, Row] = {}
+    for value, kept in sorted(groups.items()):
+        subset = work / f"{name}-{field}-{len(out)}.jsonl"
+        write_jsonl(subset, kept)
+        out[value] = scorer(root).score(str(path), str(subset))["all"]
+    return out
 
 
 # -- the system, as an agent calls it -----------------------------------------------------------
@@ -218,7 +266,9 @@ class NaiveBM25:
         return [i for i, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
 
 
-def naive(docs: Path, questions: Sequence[Row]) -> list[Row]:
+def naive(docs: Path, questions: Sequence[Row], split: int) -> tuple[list[Row], list[Row]]:
+    """The floor's results for `questions`, returned as those before `split` and after (the
+    two question sets, over one index built once)."""
     _mupdf.TOOLS.mupdf_display_errors(False)  # a damaged file's repairs are not the subject
     windows = [
         (pdf.name, text, pages)
@@ -231,7 +281,7 @@ def naive(docs: Path, questions: Sequence[Row]) -> list[Row]:
         hits = index.search(q["question"])
         results = [{"source_file_name": index.meta[i][0], "pages": index.meta[i][1]} for i in hits]
         lines.append({"id": q["id"], "results": results})
-    return lines
+    return lines[:split], lines[split:]
 
 
 # -- heading statistics ------------------------------------------------------------------------
@@ -307,6 +357,7 @@ def table(systems: dict[str, dict[str, Row]], groups: Sequence[str]) -> list[str
 
 def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
     questions = load_questions(root)
+    finance = load_questions(root, "finance")
     docs = root / "docs"
     work = Path(tempfile.mkdtemp(prefix="realworld-quality-"))
     started = time.perf_counter()
@@ -333,16 +384,21 @@ def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
                 "errors": ingested.dense.errors,
             }
     log("naive BM25 floor …")
-    floor = naive(docs, questions)
+    floor, finance_floor = naive(docs, [*questions, *finance], split=len(questions))
     systems: dict[str, list[Row]] = {"naive BM25": floor}
+    finance_systems: dict[str, list[Row]] = {"naive BM25": finance_floor}
     latency: dict[str, Row] = {}
     channels: dict[str, dict[str, Row]] = {}
     with search_client(home, NAMESPACE) as client:
         log("classic …")
         systems["classic"], took = classic(client, questions)
+        finance_systems["classic"], finance_took = classic(client, finance)
+        took += finance_took
         latency["classic"] = {"p50_ms": percentile(took, 0.5), "p95_ms": percentile(took, 0.95)}
         log("agentic …")
         systems["agentic 8k"], took = agentic(client, questions)
+        finance_systems["agentic 8k"], finance_took = agentic(client, finance)
+        took += finance_took
         latency["agentic 8k"] = {"p50_ms": percentile(took, 0.5), "p95_ms": percentile(took, 0.95)}
         for name, weights in CHANNEL_STUDY.items():
             lines = (
@@ -365,6 +421,17 @@ def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
     scores = {
         name: score(root, lines, work, name.replace(" ", "_")) for name, lines in systems.items()
     }
+    finance_scores = {
+        name: score(root, lines, work, "finance-" + name.replace(" ", "_"), "finance")
+        for name, lines in finance_systems.items()
+    }
+    finance_breakdown = {
+        field: {
+            name: breakdown(root, lines, work, name.replace(" ", "_"), field)
+            for name, lines in finance_systems.items()
+        }
+        for field in ("metric", "statements")
+    }
     groups = sorted({g for s in scores.values() for g in s}, key=lambda g: (g != "all", g))
     return {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -375,14 +442,19 @@ def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
         "failed_documents": failed,
         "scores": scores,
         "groups": groups,
+        "finance_questions": len(finance),
+        "finance_scores": finance_scores,
+        "finance_breakdown": finance_breakdown,
         "channel_study": channels,
         "dense_study": dense_study,
         "embedding": embedding,
         "structure": structure(home),
         "latency": latency,
         "per_question": {
-            name: {line["id"]: line["results"][:TOP_K] for line in lines}
-            for name, lines in systems.items()
+            name: {line["id"]: line["results"][:TOP_K] for line in [*lines, *finance_lines]}
+            for (name, lines), finance_lines in zip(
+                systems.items(), finance_systems.values(), strict=True
+            )
             if name != "naive BM25"
         },
     }
@@ -407,6 +479,17 @@ def main(argv: list[str] | None = None) -> None:
         os.environ["CORPUS_DENSE"] = "local"
     result = run(home, args.reuse, args.root, args.dense)
     print("\n".join(table(result["scores"], result["groups"])))
+    print("\nfinancial-metric questions:")
+    finance_groups = sorted(
+        {g for s in result["finance_scores"].values() for g in s if "type:" not in g},
+        key=lambda g: (g != "all", g),
+    )
+    print("\n".join(table(result["finance_scores"], finance_groups)))
+    for field, systems in result["finance_breakdown"].items():
+        print(f"\nfinancial-metric questions per {field}:")
+        values = sorted({v for per in systems.values() for v in per})
+        flipped = {v: {name: per[v] for name, per in systems.items()} for v in values}
+        print("\n".join(table({n: {v: flipped[v][n] for v in values} for n in systems}, values)))
     print("\nchannel study (classic, all 199 questions):")
     print("\n".join(table({k: {"all": v} for k, v in result["channel_study"].items()}, ["all"])))
     if result["dense_study"]:

@@ -31,6 +31,7 @@ from corpus_pipeline.contracts import (
     ResourceEntry,
     RowType,
 )
+from corpus_pipeline.contracts.artifacts import image_placeholder
 from corpus_pipeline.enrich.text import (
     Passage,
     analyse,
@@ -39,6 +40,7 @@ from corpus_pipeline.enrich.text import (
     sentence_spans,
 )
 from corpus_pipeline.enrich.tokens import count_tokens
+from corpus_pipeline.finance.statements import statement_of_chunk
 from corpus_pipeline.ids import chunk_id_for
 from corpus_pipeline.textedit import Edit, apply_edits, shift_offset
 
@@ -215,7 +217,7 @@ def _resource_draft(row: ParsedRow, caption: str | None, context: str = "") -> _
         text = f"{name}\n{text}".strip()
     if not text and row.resource_path:
         # An image with neither alt text nor caption: its perceptual hash is its content.
-        text = f"Image {PurePosixPath(row.resource_path).stem}"
+        text = image_placeholder(PurePosixPath(row.resource_path).stem)
     return _Draft(
         chunk_type=kind,
         content=text,
@@ -441,6 +443,7 @@ def _dedupe(drafts: list[_Draft], options: ChunkingOptions) -> list[Chunk]:
             file_path=draft.file_path,
             order=order,
             connect_to=draft.connect_to,
+            statement=statement_of_chunk(draft.path, draft.content, draft.chunk_type),
         )
         chunks.append(
             Chunk(

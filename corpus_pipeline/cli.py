@@ -206,7 +206,7 @@ def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
     """Run one file through the pipeline functions in-process (no Dagster) up to a stage."""
     from corpus_pipeline import pipeline
     from corpus_pipeline.contracts import HeadingNode
-    from corpus_pipeline.hierarchy import assign_hierarchy, heading_tree
+    from corpus_pipeline.hierarchy import heading_tree
 
     settings = _settings()
     try:
@@ -216,7 +216,7 @@ def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
             return
         with tempfile.TemporaryDirectory(prefix="corpus-debug-") as tmp:
             ctx = pipeline.parse_rows(file, file.name, profile, Path(tmp))
-            rows = ctx.rows if stop_at == "parse" else assign_hierarchy(ctx.rows)
+            rows = ctx.rows if stop_at == "parse" else pipeline.structure_rows(ctx.rows)
             if stop_at in ("parse", "hierarchy") and as_json:
                 payload: object = [r.model_dump(mode="json") for r in rows]
                 if stop_at == "hierarchy":

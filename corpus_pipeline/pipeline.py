@@ -28,6 +28,7 @@ from corpus_pipeline.contracts import (
     DiagnosticsFile,
     DocNav,
     DocumentProfile,
+    DocumentSubject,
     HeadingsFile,
     Manifest,
     ParsedRow,
@@ -40,6 +41,8 @@ from corpus_pipeline.contracts import (
 )
 from corpus_pipeline.contracts.rows import rows_to_table, table_to_rows
 from corpus_pipeline.enrich.llm import ChatModel, ImageDescriber, LLMSummarizer, make_summarizer
+from corpus_pipeline.finance.structure import filing_structure
+from corpus_pipeline.finance.subject import document_subject
 from corpus_pipeline.hierarchy import assign_hierarchy, compact_hierarchy, heading_tree
 from corpus_pipeline.nav import build_nav
 from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext
@@ -75,6 +78,7 @@ class ParseOutput(_Record):
     declared_date: str | None = None
     page_labels: list[str] = []
     running_text: list[str] = []
+    subject: DocumentSubject = DocumentSubject()
 
 
 class ChunksOutput(_Record):
@@ -147,6 +151,12 @@ def parse_rows(
     return ctx
 
 
+def structure_rows(rows: list[ParsedRow]) -> list[ParsedRow]:
+    """A parser's rows with their outline: a filing's parts, items and statements set in place
+    (`finance.structure`), then every row's heading path."""
+    return assign_hierarchy(filing_structure(rows))
+
+
 def run_parse(
     document_id: str,
     source_path: Path,
@@ -166,17 +176,18 @@ def run_parse(
         settings=settings,
         password=get_password(document_id),
     )
-    rows = assign_hierarchy(ctx.rows)
+    rows = structure_rows(ctx.rows)
     if not rows:
         ctx.diagnostics.add("parse", "parse.empty", "the document has no extractable content")
     pq.write_table(rows_to_table(rows), out_dir / "parsed.parquet", compression="zstd")
     tree = heading_tree(rows)
     write_json(out_dir / "headings.json", HeadingsFile(document_id=document_id, headings=tree))
     headings = [r for r in rows if r.row_type is RowType.HEADING]
+    title = document_title(rows, source_file_name, ctx.declared_title)
     return ParseOutput(
         stage_dir=str(out_dir),
         rows_path=str(out_dir / "parsed.parquet"),
-        title=document_title(rows, source_file_name, ctx.declared_title),
+        title=title,
         rows=len(rows),
         headings=len(headings),
         tables=sum(r.row_type is RowType.TABLE for r in rows),
@@ -189,6 +200,7 @@ def run_parse(
         declared_date=ctx.declared_date.isoformat() if ctx.declared_date else None,
         page_labels=ctx.page_labels,
         running_text=ctx.running_text,
+        subject=document_subject(rows, source_file_name, title, ctx.running_text),
     )
 
 
@@ -406,6 +418,7 @@ def assemble_document(
         ),
         page_labels=parsed.page_labels,
         running_text=parsed.running_text,
+        subject=parsed.subject,
         files=files,
         hierarchy=compact_hierarchy(headings),
         diagnostics_count=dict(sorted(Counter(d.level for d in diagnostics).items())),

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from corpus_pipeline.contracts import ParsedRow, RowType
+from corpus_pipeline.finance.subject import cover_texts, registrant, sec_form
 
 MAX_TITLE_CHARS = 200
 GENERIC_PARTS = frozenset(
@@ -71,30 +72,15 @@ def plausible_declared_title(text: str | None, source_file_name: str) -> str | N
     return title
 
 
-# An SEC filing's cover names the registrant on the line above this caption (10-K, 10-Q, 8-K,
-# 20-F, S-1 alike) and the form in a line of its own ("FORM 10-Q").
-_REGISTRANT_CAPTION = re.compile(
-    r"\(?exact name of (?:the )?registrant as specified in its charter", re.I
-)
-_FORM = re.compile(r"^form\s+(\d{1,2}-[a-z]{1,2}|[a-z]-\d{1,2}|\d{2}-f)\b", re.I)
-COVER_ROWS = 80
-
-
 def filing_title(rows: list[ParsedRow]) -> str | None:
     """ "<registrant> Form <type>" from an SEC filing's cover page, or None when the document is
-    not a filing (no registrant caption among its first rows)."""
-    texts = [" ".join(r.text.split()) for r in rows[:COVER_ROWS] if r.text.strip()]
-    for i, text in enumerate(texts):
-        match = _REGISTRANT_CAPTION.search(text)
-        if not match:
-            continue
-        before = text[: match.start()].strip(" (")
-        name = before or (texts[i - 1] if i else "")
-        if not names_something(name) or len(name) > 100:
-            return None
-        forms = [m.group(1).upper() for t in texts[:i] if (m := _FORM.match(t))]
-        return f"{name} Form {forms[0]}" if forms else name
-    return None
+    not a filing (its cover names no registrant)."""
+    cover = cover_texts(rows)
+    name = registrant(cover)
+    if name is None or not names_something(name):
+        return None
+    form = sec_form(cover)
+    return f"{name} Form {form}" if form else name
 
 
 def document_title(

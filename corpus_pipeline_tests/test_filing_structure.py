@@ -10,7 +10,8 @@ from typing import Any
 import pymupdf
 import pytest
 
-from corpus_pipeline.index.channels import analyze, periods, variants, with_variants
+from corpus_pipeline.finance.periods import quarters_named
+from corpus_pipeline.index.channels import analyze, variants, with_variants
 from corpus_pipeline.parsing.pdf.headings import scheme_level
 from corpus_pipeline.parsing.pdf_tables import find_tables
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
@@ -187,7 +188,7 @@ def test_numbers_match_however_they_are_typed(typed: str, printed: str) -> None:
     ],
 )
 def test_a_quarter_has_one_spelling_however_it_is_written(text: str, expected: list[str]) -> None:
-    assert periods(text) == expected
+    assert quarters_named(text) == expected
 
 
 def test_a_quarter_typed_one_way_matches_a_page_that_prints_it_another() -> None:

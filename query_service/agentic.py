@@ -51,6 +51,7 @@ MAX_VISITED_SECTIONS = 60
 HIT_SCORE = 2.0
 MAX_CACHED_DOCUMENTS = 64
 PREVIEW_SHARE = 0.5  # of the budget left, at most, held for hit previews
+PART_PREVIEWS = 2  # hits of each part of a split question held back as previews
 STEP_WORKERS = 4
 PLANNER_RESERVE = 2048
 _STOP_STEMS = frozenset(t for w in STOP_WORDS for t in ch.analyze("content", w))
@@ -436,11 +437,58 @@ def _run_step(
                 discovery_score=hit.score,
                 step_id=step.id,
                 occurrences=hit.occurrences,
-                resource=hit.resource,
+                # A preview names its table or image; its markup is fetched by the resource URL.
+                resource=hit.resource.model_copy(update={"html": None}) if hit.resource else None,
             )
         )
     outcome.latency_ms = (time.perf_counter() - started) * 1000
     return outcome
+
+
+def _preview_order(
+    layer: Sequence[PlanStep], outcomes: dict[str, StepOutcome], top_k: int
+) -> list[AgenticResult]:
+    """The hits a layer holds previews for, in reading order: the first step's top k (the
+    whole question, when it is in the layer), then each other step's best PART_PREVIEWS hits
+    that are new, so every part of a split question is answered by something."""
+    order: list[AgenticResult] = []
+    seen: set[str] = set()
+    for index, step in enumerate(layer):
+        fresh = [f for f in outcomes[step.id].fallback if f.chunk_id not in seen]
+        fresh = fresh[: top_k if index == 0 else PART_PREVIEWS]
+        seen.update(f.chunk_id for f in fresh)
+        order.extend(fresh)
+    return order
+
+
+class _Previews:
+    """Room held for a preview of each hit of a layer, in rank order (within PREVIEW_SHARE of
+    what is left: a small budget still reads its best hits whole). A hit read whole gives its
+    preview's room to the next one, so the hits after the budget's last whole one are still
+    returned, as previews."""
+
+    def __init__(
+        self, budget: TokenBudget, hits: Sequence[AgenticResult], admitted: set[str]
+    ) -> None:
+        self.budget = budget
+        self.admitted = admitted
+        self.costs = {f.chunk_id: _result_cost(f) + 4 for f in hits}
+        self.waiting = [c for c in dict.fromkeys(f.chunk_id for f in hits) if c not in admitted]
+        self.room = int(PREVIEW_SHARE * budget.remaining)
+        self.held: dict[str, int] = {}
+
+    def hold(self) -> None:
+        while self.waiting:
+            chunk_id = self.waiting[0]
+            if chunk_id not in self.admitted:
+                cost = self.costs[chunk_id]
+                if sum(self.held.values()) + cost > self.room:
+                    return
+                try:
+                    self.held[chunk_id] = self.budget.reserve(cost)
+                except BudgetExhausted:
+                    return
+            self.waiting.pop(0)
 
 
 NAVIGATOR_RESERVE = 1500
@@ -632,19 +680,10 @@ def agentic_search(
             # Room for a preview of every hit is held first: a hit the evidence cannot hold
             # whole is still returned (as a fallback result), so the agent never sees fewer
             # places than classic search would return.
-            # (Best first, within PREVIEW_SHARE of what is left: a small budget still reads its
-            # best hits whole.)
-            previews: dict[str, int] = {}
-            preview_hold = 0
-            room = int(PREVIEW_SHARE * budget.remaining)
-            for f in (f for s in layer for f in outcomes[s.id].fallback):
-                if f.chunk_id in admitted_ids or f.chunk_id in previews:
-                    continue
-                cost = _result_cost(f) + 4
-                if len(previews) == request.top_k or preview_hold + cost > room:
-                    break
-                preview_hold += budget.reserve(cost)
-                previews[f.chunk_id] = cost
+            previews = _Previews(
+                budget, _preview_order(layer, outcomes, request.top_k), admitted_ids
+            )
+            previews.hold()
             seen_layer: set[str] = set()
             for item in candidates:
                 if item.result.chunk_id in seen_layer:
@@ -665,9 +704,9 @@ def agentic_search(
                             *_embedded_targets(docs, item.document_id, item.result.chunk_id),
                         )
                     )
-                    if c in previews
+                    if c in previews.held
                 ]
-                freed = sum(previews[c] for c in covers)  # admitted whole, no preview needed
+                freed = sum(previews.held[c] for c in covers)  # read whole, no preview needed
                 budget.release(freed)
                 try:
                     held = budget.reserve(cost)
@@ -677,12 +716,13 @@ def agentic_search(
                     hits_left_out |= hit  # it stays a (preview) fallback result
                     continue
                 for c in covers:
-                    del previews[c]
-                preview_hold -= freed
+                    del previews.held[c]
                 budget.commit(held, cost, item.step_id)
                 admitted.append(item)
                 admitted_ids.add(item.result.chunk_id)
-            budget.release(preview_hold)  # the fallback admission below spends it
+                if hit:
+                    previews.hold()
+            budget.release(sum(previews.held.values()))  # the fallback admission spends it
             for s in layer:
                 outcome = outcomes[s.id]
                 outlines.extend(outcome.outlines)
@@ -708,11 +748,12 @@ def agentic_search(
         for target in _embedded_targets(docs, e.document_id, e.result.chunk_id)
     }
     unique_fallback: dict[str, AgenticResult] = {}
-    for f in sorted(fallback, key=lambda r: -r.discovery_score):
+    for f in fallback:  # by step, then by rank: the whole question's hits first
         if f.chunk_id not in covered:
             unique_fallback.setdefault(f.chunk_id, f)
     kept_fallback: list[AgenticResult] = []
-    for f in list(unique_fallback.values())[: request.top_k]:
+    limit = request.top_k + PART_PREVIEWS * (len(plan.steps) - 1)
+    for f in list(unique_fallback.values())[:limit]:
         try:
             held = budget.reserve(_result_cost(f) + 4)
         except BudgetExhausted:
@@ -841,7 +882,8 @@ def _fit(
 ) -> AgenticResponse:
     """The hard invariant: tokens(serialized response) + model tokens ≤ limit. Estimates made the
     admission decisions; here the real payload is counted and trimmed from the lowest priority
-    (outlines, then fallback results, then the weakest evidence) until it fits."""
+    (outlines, then the context navigation added, then the hits' previews, then the weakest
+    hits) until it fits."""
     evidence = sorted(
         evidence,
         key=lambda e: (-e.result.agent_score, -e.result.discovery_score, e.result.chunk_id),
@@ -876,6 +918,8 @@ def _fit(
         truncated, stop = True, "budget_exhausted"
         if outlines:
             outlines.pop()
+        elif evidence and evidence[-1].result.agent_score < HIT_SCORE:
+            evidence.pop()  # context before any hit, even a hit's preview
         elif fallback:
             fallback.pop()
         elif evidence:

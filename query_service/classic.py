@@ -6,11 +6,13 @@ import re
 import time
 from collections.abc import Sequence
 from datetime import date
+from itertools import zip_longest
 from typing import Any, cast
 
 import tantivy
 
 from corpus_pipeline.contracts import ChunkType
+from corpus_pipeline.contracts.artifacts import is_textless_image
 from corpus_pipeline.contracts.search import (
     CHANNELS,
     DEFAULT_WEIGHTS,
@@ -23,6 +25,7 @@ from corpus_pipeline.contracts.search import (
     resource_url,
 )
 from corpus_pipeline.enrich.text import STOP_WORDS
+from corpus_pipeline.finance.measures import Expansion, expand
 from corpus_pipeline.index import channels as ch
 from query_service.dense import query_vector
 from query_service.documents import name_words, named_documents
@@ -31,6 +34,7 @@ from query_service.instructions import search_text
 from query_service.pages import PageReference, page_phrases, page_references
 from query_service.recency import asks_for_latest, superseded
 from query_service.revision import Revision
+from query_service.routing import Routing
 
 MAX_QUERY_TERMS = 64
 _LIST_FILTERS = (
@@ -67,6 +71,13 @@ RERANK_POOL = 30
 # 40 filing questions 0.350 → 0.475 at 0.25 and at 0.5; the real-world set unchanged).
 PRIOR_DOCUMENTS = 5
 NAME_SHARE = 0.5
+
+# Words by which a question says it is about an issuer's report.
+REPORTS = re.compile(
+    r"\b(?:10-?[KQ]|20-?F|8-?K|annual report|quarterly report|filings?|financial statements?|"
+    r"fiscal|earnings)\b",
+    re.IGNORECASE,
+)
 
 DocKey = tuple[int, int]
 NO_PAGES = PageReference()
@@ -192,6 +203,53 @@ def channel_query(
     return tantivy.Query.boolean_query(
         [(tantivy.Occur.Must, should), (tantivy.Occur.Must, type_filter)]
     )
+
+
+def _and(first: tantivy.Query | None, second: tantivy.Query) -> tantivy.Query:
+    if first is None:
+        return second
+    return tantivy.Query.boolean_query([(tantivy.Occur.Must, first), (tantivy.Occur.Must, second)])
+
+
+def documents_filter(document_ids: Sequence[str]) -> tantivy.Query:
+    return tantivy.Query.term_set_query(ch.schema(), ch.F_DOCUMENT_IDS, sorted(document_ids))
+
+
+def statement_hits(
+    searcher: tantivy.Searcher,
+    expansion: Expansion,
+    query_text: str,
+    routing: Routing,
+    type_filter: tantivy.Query | None,
+    depth: int,
+) -> list[list[tantivy.DocAddress]]:
+    """The statement channel: the chunks of the primary statements a question's measures are
+    computed from, ranked by the question's words and the statements' own words for the
+    measure's lines ("cash ratio" → "cash and cash equivalents", "total current liabilities");
+    the routed documents one after another (a document's statements taking turns, so a
+    measure needing two statements has both near the top), else the whole store."""
+    terms = shape_query("content", f"{query_text}\n{expansion.words}")
+    scopes: list[str | None] = list(routing.documents[:PRIOR_DOCUMENTS]) or [None]
+    out: list[list[tantivy.DocAddress]] = []
+    for scope in scopes:
+        scoped = type_filter if scope is None else _and(type_filter, documents_filter([scope]))
+        lists = [
+            [
+                address
+                for _, address in searcher.search(
+                    _within(
+                        [tantivy.Query.term_query(ch.schema(), ch.F_STATEMENT, statement.value)],
+                        terms,
+                        scoped,
+                    ),
+                    depth,
+                    count=False,
+                ).hits
+            ]
+            for statement in expansion.statements
+        ]
+        out.append([a for turn in zip_longest(*lists) for a in turn if a is not None])
+    return out
 
 
 def on_named_page(location: dict[str, Any], pages: PageReference) -> bool:
@@ -349,12 +407,18 @@ def _result(
     superseded: frozenset[str] = frozenset(),
     pages: PageReference = NO_PAGES,
     named: Sequence[str] = (),
+    only: frozenset[str] = frozenset(),
 ) -> SearchResult | None:
     """A cited result, or None when exclusions remove every place the content occurs; a place
     in a superseded document is cited after the others, a place in a document the question
     names (best named first) or on a page it names before them (identical content printed in
-    several filings of a series, or on several pages, is one chunk)."""
-    locations = [loc for loc in payload["occurrences"] if not _excluded(loc, request)]
+    several filings of a series, or on several pages, is one chunk); with `only`, the places
+    in those documents alone (the question's routing is certain)."""
+    locations = [
+        loc
+        for loc in payload["occurrences"]
+        if not _excluded(loc, request) and (not only or loc["document_id"] in only)
+    ]
     if not locations:
         return None
     if superseded or pages or named:
@@ -435,6 +499,12 @@ def _payload(revision: Revision, address: tantivy.DocAddress) -> dict[str, Any]:
     return ch.decode_stored(revision.searcher.doc(address)[ch.F_STORED][0])
 
 
+def _demoted(result: SearchResult, older: frozenset[str]) -> bool:
+    """Ranked after every other hit: a hit only in superseded documents (the question asks for
+    the latest), and an image with no text of its own (nothing to read or cite by)."""
+    return result.document_id in older or is_textless_image(result.chunk_type.value, result.content)
+
+
 def superseded_documents(revision: Revision) -> frozenset[str]:
     """The revision's documents that a later member of their series supersedes (read once)."""
 
@@ -475,11 +545,28 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
     else:
         depth = max(MIN_DEPTH, request.top_k * 5)
         query_text = search_text(request.query)
+        routing = (
+            revision.router().route(query_text)
+            if weights.get("document", 0) > 0 or weights.get("statement", 0) > 0
+            else Routing()
+        )
+        expansion = (
+            expand(query_text)
+            if weights.get("statement", 0) > 0 and ch.F_STATEMENT in revision.fields
+            else None
+        )
+        if routing and not (routing.period or expansion or REPORTS.search(query_text)):
+            # An issuer named without a period, a measure or a report is as often a topic
+            # ("Amazon-related datasets") as the document asked about: no prior.
+            routing = Routing()
+        if routing.certain:
+            # The question names its issuers and their periods: search keeps to those filings.
+            type_filter = _and(type_filter, documents_filter(routing.documents))
         terms = {
             channel: shape_query(channel, query_text)
             for channel in CHANNELS
             if weights.get(channel, 0) > 0
-            and channel not in ("document", "page", "part", "dense", "rerank")
+            and channel in ch.CHANNEL_FIELDS
         }
         labels = label_phrases(query_text)
         pages = (
@@ -514,7 +601,9 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             return decoded[key]
 
         documents: list[str] = []
-        if weights.get("document", 0) > 0:
+        if weights.get("document", 0) > 0 and routing:
+            documents = list(routing.documents[:PRIOR_DOCUMENTS])
+        elif weights.get("document", 0) > 0:
             names = name_words(query_text)
             named = (
                 named_documents(
@@ -616,6 +705,16 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                         addresses[key] = address
                         keys.append(key)
                 ranked["document"] = keys
+            if expansion:
+                keys = []
+                for listed in statement_hits(
+                    searcher, expansion, query_text, routing, type_filter, depth
+                ):
+                    for found in listed:
+                        key = (found.segment_ord, found.doc)
+                        addresses[key] = found
+                        keys.append(key)
+                ranked["statement"] = keys
             fused_list = weighted_rrf(ranked, weights, scores=channel_scores)
             if vectors is not None:
                 # The lexical pool reordered by the model, fused in as one more ranked list.
@@ -635,16 +734,22 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             for fused in fused_list:
                 payload = payload_of(fused.key)
                 result = _result(
-                    payload, fused.score, fused.ranks, request, older, pages, documents
+                    payload,
+                    fused.score,
+                    fused.ranks,
+                    request,
+                    older,
+                    pages,
+                    documents,
+                    frozenset(routing.documents) if routing.certain else frozenset(),
                 )
                 if result is not None:
                     results.append(result)
-                    current += result.document_id not in older
+                    current += not _demoted(result, older)
                     if current == request.top_k:
-                        # Superseded hits only sort after these: the rest cannot enter top k.
+                        # Demoted hits only sort after these: the rest cannot enter top k.
                         break
-            if older:
-                results.sort(key=lambda r: r.document_id in older)
+            results.sort(key=lambda r: _demoted(r, older))
             if len(results) >= request.top_k or exhausted:
                 break
             depth *= 4

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from corpus_pipeline.finance.periods import quarters_named
 from corpus_pipeline.index import channels as ch
 
 BM25_K1 = 1.2
@@ -25,7 +26,7 @@ OPENING_CHUNKS = 3  # documents without page numbers open with their first chunk
 
 
 _WORD = re.compile(r"\w[\w&'.-]*")
-_QUARTER = re.compile(r"\d{4}q[1-4]")  # a quarter as `channels.periods` spells it
+_QUARTER = re.compile(r"\d{4}q[1-4]")  # a quarter as `finance.periods.quarters_named` spells it
 
 
 def name_words(query: str) -> str:
@@ -37,7 +38,7 @@ def name_words(query: str) -> str:
     named = [
         w for i, w in enumerate(words) if (i and w[0].isupper()) or any(c.isdigit() for c in w)
     ]
-    return " ".join(named + ch.periods(query))
+    return " ".join(named + quarters_named(query))
 
 
 @dataclass(frozen=True)

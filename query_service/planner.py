@@ -1,7 +1,8 @@
 """Planners turn a query into a DAG of retrieval steps (most queries: one step).
 
 The rule-based planner is the default and needs no model: comparisons ("compare A and B",
-"A vs B") become one step per side, multi-part questions one step per part, and a part that
+"A vs B") become one step per side, a financial measure computed from several statements one
+step per statement, multi-part questions one step per part, and a part that
 refers back ("when did *it* …") depends on the part it refers to and borrows its subject. An
 LLM planner, when a model is configured, proposes a plan as JSON; any timeout, provider error
 or invalid plan falls back to the rule plan. No planner ever emits an answer step.
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from corpus_pipeline.contracts.agentic import MAX_PLAN_STEPS, AgenticRequest, Plan, PlanStep
+from corpus_pipeline.finance.measures import STATEMENT_NAMES, expand, without_measures
 from query_service.instructions import search_text
 
 
@@ -112,6 +114,28 @@ class RulePlanner:
                         PlanStep(id="s3", query=f"{lead} {match['b']}".strip(), chunk_types=types),
                     ],
                 )
+        # A measure computed from several statements ("return on equity": the income statement
+        # and the balance sheet) gets a step per statement, each asking for that statement of
+        # the issuer and period the question names.
+        expansion = expand(search_text(query))
+        if len(expansion.statements) >= 2:
+            subject = without_measures(search_text(query)).rstrip(" ?.!")
+            return Plan(
+                planner=self.name,
+                steps=[
+                    whole,
+                    *(
+                        PlanStep(
+                            id=f"s{index}",
+                            query=f"{subject} {STATEMENT_NAMES[statement]}",
+                            chunk_types=types,
+                        )
+                        for index, statement in enumerate(
+                            expansion.statements[: MAX_PLAN_STEPS - 1], start=2
+                        )
+                    ),
+                ],
+            )
         # Answer-format instructions ("Write the answer in int format") are never a step.
         parts = [
             p.strip(" ,?.") for p in _PART_SPLIT.split(search_text(query)) if len(p.split()) >= 3

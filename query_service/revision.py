@@ -15,6 +15,7 @@ import tantivy
 from corpus_pipeline.contracts.search import RevisionPointer
 from corpus_pipeline.index import channels as ch
 from query_service.documents import DocumentCards, load_cards
+from query_service.routing import Router
 
 os.environ.setdefault("LANCE_LOG", "error")
 CURRENT = "CURRENT.json"
@@ -76,6 +77,23 @@ class Revision:
             with self._lock:
                 self._cards = self._cards or cards
         return self._cards
+
+
+    def router(self) -> Router:
+        """The documents' issuers and periods, for entity and period routing (read once)."""
+
+        def load() -> Router:
+            rows = (
+                self.table("documents")
+                .search()
+                .select(["document_id", "manifest"])
+                .limit(None)
+                .to_list()
+            )
+            return Router.from_rows(rows)
+
+        router: Router = self.memo("router", load)
+        return router
 
 
 def read_current_pointer(published_dir: Path, namespace: str) -> RevisionPointer:

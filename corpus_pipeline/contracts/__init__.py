@@ -14,6 +14,7 @@ from corpus_pipeline.contracts.artifacts import (
     Diagnostic,
     DiagnosticsFile,
     DocNav,
+    DocumentSubject,
     HeadingNode,
     HeadingsFile,
     HierarchyNode,
@@ -23,6 +24,7 @@ from corpus_pipeline.contracts.artifacts import (
     ResourceEntry,
     SectionNode,
     SourceInfo,
+    StatementType,
     Statistics,
 )
 from corpus_pipeline.contracts.profile import (
@@ -48,6 +50,7 @@ __all__ = [
     "DiagnosticsFile",
     "DocNav",
     "DocumentProfile",
+    "DocumentSubject",
     "FileFormat",
     "HeadingNode",
     "HeadingsFile",
@@ -67,5 +70,6 @@ __all__ = [
     "SourceInfo",
     "SourceKind",
     "SourceRecord",
+    "StatementType",
     "Statistics",
 ]

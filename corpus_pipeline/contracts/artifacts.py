@@ -27,6 +27,36 @@ class ChunkType(StrEnum):
     TABLE = "table"
 
 
+class StatementType(StrEnum):
+    """The primary financial statements of a filing or an annual report (US GAAP and IFRS
+    names alike: a "statement of financial position" is a balance sheet)."""
+
+    BALANCE_SHEET = "balance_sheet"
+    INCOME = "income"
+    COMPREHENSIVE_INCOME = "comprehensive_income"
+    CASH_FLOW = "cash_flow"
+    EQUITY = "equity"
+
+
+def image_placeholder(stem: str) -> str:
+    """The content of an image that has no text of its own (no alt text, caption, OCR or
+    description): its stored file's name, so identical pictures share one chunk."""
+    return f"{IMAGE_PLACEHOLDER_PREFIX}{stem}"
+
+
+IMAGE_PLACEHOLDER_PREFIX = "Image "
+
+
+def is_textless_image(chunk_type: str, content: str) -> bool:
+    """An image chunk whose content is only its placeholder: nothing a reader can use, so it
+    never outranks a text or table chunk."""
+    return (
+        chunk_type == ChunkType.IMAGE.value
+        and content.startswith(IMAGE_PLACEHOLDER_PREFIX)
+        and " " not in content[len(IMAGE_PLACEHOLDER_PREFIX) :].strip()
+    )
+
+
 class Relation(StrEnum):
     """`embeds`: the resource sits at `position` in the content; `related`: a plain link."""
 
@@ -72,6 +102,11 @@ class ChunkMetadata(_Model):
     )
     order: int = Field(ge=0, description="Position of the first occurrence in document order.")
     connect_to: list[ConnectTo] = Field(default_factory=list)
+    statement: StatementType | None = Field(
+        default=None,
+        description="The primary financial statement the chunk belongs to (its table, or the "
+        "text printed with it), by the statement's title or its line items; None elsewhere.",
+    )
 
 
 class Chunk(_Model):
@@ -215,6 +250,32 @@ class Statistics(_Model):
     truncated: bool = Field(default=False, description="The parse budget cut the document.")
 
 
+class DocumentSubject(_Model):
+    """What a document reports on and for when: the issuer and its tickers, the form, and the
+    reporting period, as read from its cover, title, file name and statements (all optional:
+    a manual has none of them). Search routes questions naming a company or a period here."""
+
+    entity: str | None = Field(
+        default=None, description="The issuer or organisation, e.g. 'Apple Inc.'."
+    )
+    tickers: list[str] = Field(default_factory=list, description="Trading symbols, e.g. AAPL.")
+    form_type: str | None = Field(
+        default=None, description="'10-Q', '10-K', '20-F', '8-K', 'annual report', …"
+    )
+    period_end: str | None = Field(
+        default=None, description="ISO date the reporting period ends (the cover's)."
+    )
+    fiscal_year: int | None = Field(default=None, description="The issuer's fiscal year.")
+    fiscal_quarter: int | None = Field(
+        default=None, ge=1, le=4, description="The fiscal quarter of a quarterly report."
+    )
+    period_labels: list[str] = Field(
+        default_factory=list,
+        description="How the document names its period in its file name, title and running "
+        "headers: quarters as '2022q3', years as '2022'.",
+    )
+
+
 class Manifest(_Model):
     schema_version: Literal["1.0"] = SCHEMA_VERSION
     document_id: str
@@ -246,6 +307,10 @@ class Manifest(_Model):
         description="The running headers and footers printed on the document's pages, without "
         "page numbers: how the document names itself on every page. Stripped from the chunks' "
         "text and indexed with every chunk instead.",
+    )
+    subject: DocumentSubject = Field(
+        default_factory=DocumentSubject,
+        description="Issuer, tickers, form and reporting period (empty when none is stated).",
     )
     files: dict[str, str] = Field(
         description="Relative path → sha256 of every file in the directory."

@@ -11,13 +11,25 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from corpus_pipeline.contracts.artifacts import ChunkType
 
-CHANNELS = ("path", "content", "term", "document", "page", "part", "dense", "rerank")
+CHANNELS = (
+    "path",
+    "content",
+    "term",
+    "document",
+    "page",
+    "part",
+    "statement",
+    "dense",
+    "rerank",
+)
 # The document channel (the best chunks of the documents whose file name, title and opening page
 # match the query's names) speaks only when a query names a dated document (a quarter, or "the
 # latest" of a series: `query_service.documents.named_documents`); its weight, like the page
 # channel's (the chunks printed on a page the question names, "on page 28") and the part
 # channel's (the chunks of a numbered part it names, "Appendix E", "Figure 1"), is the real-world
-# set's choice, checked against the development questions (README: the sweep on both).
+# set's choice, checked against the development questions (README: the sweep on both). The
+# statement channel (the primary financial statements a measure the question asks about is
+# computed from: "quick ratio" → the balance sheet) speaks only for such questions.
 DEFAULT_WEIGHTS: dict[str, float] = {
     "path": 1.0,
     "content": 2.0,
@@ -25,6 +37,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "document": 2.0,
     "page": 3.0,
     "part": 2.0,
+    "statement": 3.0,
     "dense": 0.0,
     "rerank": 1.5,
 }
@@ -148,7 +161,8 @@ class SearchRequest(_Model):
         description="Channel weights; default path 1, content 2, term 1.5, document 2 (only "
         "for a question that names a dated document), page 3 (only for a question that names a "
         "page), part 2 (only for a question that names a numbered part: 'Appendix E', "
-        "'Figure 1'), dense 0 (off; used only when the revision holds vectors), rerank 1.5 (the "
+        "'Figure 1'), statement 3 (only for a question about a financial measure or statement: "
+        "the statements it is computed from), dense 0 (off; used only when the revision holds vectors), rerank 1.5 (the "
         "fused lexical top 30 reordered by vector similarity to the query; only when the "
         "revision holds vectors).",
     )

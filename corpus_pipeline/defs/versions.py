@@ -20,8 +20,15 @@ PACKAGE = Path(__file__).resolve().parent.parent
 STAGE_SOURCES: dict[str, tuple[str, ...]] = {
     "source_document": ("storage.py",),
     "document_profile": ("profiling",),
-    "parsed_document": ("parsing", "hierarchy.py", "titles.py", "textedit.py", "dates.py"),
-    "document_chunks": ("chunking.py", "enrich", "ids.py"),
+    "parsed_document": (
+        "parsing",
+        "hierarchy.py",
+        "titles.py",
+        "textedit.py",
+        "dates.py",
+        "finance",
+    ),
+    "document_chunks": ("chunking.py", "enrich", "ids.py", "finance"),
     "document_nav": ("nav.py",),
     "document_manifest": ("pipeline.py", "validation.py", "contracts"),
     "document_embeddings": ("embeddings.py",),

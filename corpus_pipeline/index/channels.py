@@ -25,6 +25,8 @@ from typing import Any
 
 import tantivy
 
+from corpus_pipeline.finance.periods import quarters_named
+
 STEM_ANALYZER = "corpus_stem"
 TERM_ANALYZER = "corpus_term"
 TERM_PATTERN = r"[\p{L}\p{N}]+(?:[-_.:/#+@&][\p{L}\p{N}]+)*"
@@ -52,6 +54,13 @@ F_PAGE_LABEL = "f_page_label"
 # "Appendix E – Resources", "figure 1" for the image captioned "Figure 1: …"), for questions that
 # name a part: the part itself answers them, not every passage that refers to it.
 F_PART = "f_part"
+# What a chunk's documents report on (issuer names and tickers, lower-cased), their form and
+# fiscal periods ("2023", "2023q1"), and the primary financial statement the chunk is part of
+# ("balance_sheet"): filters, and the statement channel's candidates.
+F_ENTITY = "f_entity"
+F_FORM_TYPE = "f_form_type"
+F_FISCAL_PERIOD = "f_fiscal_period"
+F_STATEMENT = "f_statement"
 
 CHANNEL_FIELDS = {"content": F_CONTENT, "path": F_PATH, "term": F_TERM}
 CHANNEL_ANALYZERS = {"content": STEM_ANALYZER, "path": STEM_ANALYZER, "term": TERM_ANALYZER}
@@ -85,61 +94,9 @@ def variants(token: str) -> list[str]:
     return out
 
 
-_ORDINAL_QUARTER = {
-    "first": 1,
-    "second": 2,
-    "third": 3,
-    "fourth": 4,
-    "1st": 1,
-    "2nd": 2,
-    "3rd": 3,
-    "4th": 4,
-}
-_YEAR = r"(?:19|20)\d{2}"
-_PERIODS = (
-    # "Q3 2023", "Q3-2023", "Q3 FY2023", "Q3 fiscal 2023"
-    re.compile(
-        rf"(?<![^\W_])Q([1-4])[\s_\-]*(?:of\s+)?(?:FY|fiscal(?:\s+year)?)?\s*'?({_YEAR})(?![^\W_])",
-        re.I,
-    ),
-    # "2023 Q3", "2023_Q3", "FY2023 Q3"
-    re.compile(rf"(?<![^\W_])(?:FY)?({_YEAR})[\s_\-]*Q([1-4])(?![^\W_])", re.I),
-    # "third quarter of 2023", "the second fiscal quarter of fiscal 2023", "3rd quarter 2023"
-    re.compile(
-        rf"\b(first|second|third|fourth|1st|2nd|3rd|4th)\s+(?:fiscal\s+)?quarter"
-        rf"(?:\s+(?:of|in|ended))?(?:\s+(?:fiscal(?:\s+year)?|FY))?\s*({_YEAR})\b",
-        re.I,
-    ),
-)
-
-# What each of `_PERIODS` cannot match without.
-_QUARTER_CODE = re.compile(r"q[1-4]", re.I)
-_PERIOD_HINTS = (_QUARTER_CODE, _QUARTER_CODE, re.compile("quarter", re.I))
-
-
-def periods(text: str) -> list[str]:
-    """One spelling for every quarter a text names ("Q3 2023", "2023_Q3", "third quarter of
-    2023" → "2023q3"): a quarter and its year are one name, written many ways; a query about
-    "Q3 2022" must not match a filing of Q3 2023 as well as its own."""
-    out: dict[str, None] = {}
-    for number, pattern in enumerate(_PERIODS):
-        if not _PERIOD_HINTS[number].search(text):
-            continue  # a plain scan first: the patterns are slow on long texts without one
-        for match in pattern.finditer(text):
-            a, b = match.group(1), match.group(2)
-            if number == 0:
-                quarter, year = a, b
-            elif number == 1:
-                year, quarter = a, b
-            else:
-                quarter, year = str(_ORDINAL_QUARTER[a.lower()]), b
-            out.setdefault(f"{year}q{quarter}", None)
-    return list(out)
-
-
 def with_variants(text: str) -> str:
     """`text` followed by the other spellings of its numbers and identifiers (see `variants`)
-    and of the quarters it names (see `periods`); unchanged when it has none. Deterministic:
+    and of the quarters it names (see `finance.periods.quarters_named`); unchanged when it has none. Deterministic:
     variants in order of first occurrence."""
     if not _DIGIT.search(text):
         return text  # every variant and every period has a digit
@@ -148,7 +105,7 @@ def with_variants(text: str) -> str:
         if _DIGIT.search(token):  # the only tokens with variants (a chunk has ~300 tokens)
             for variant in variants(token):
                 extra.setdefault(variant, None)
-    for period in periods(text):
+    for period in quarters_named(text):
         extra.setdefault(period, None)
     return f"{text}\n{' '.join(extra)}" if extra else text
 
@@ -234,6 +191,8 @@ def schema() -> tantivy.Schema:
     builder.add_integer_field(F_PAGE_FROM_END, stored=False, indexed=True)
     builder.add_text_field(F_PAGE_LABEL, stored=False, tokenizer_name="raw")
     builder.add_text_field(F_PART, stored=False, tokenizer_name="raw")
+    for name in (F_ENTITY, F_FORM_TYPE, F_FISCAL_PERIOD, F_STATEMENT):
+        builder.add_text_field(name, stored=False, tokenizer_name="raw")
     return builder.build()
 
 
@@ -254,6 +213,10 @@ INDEX_FIELDS = (
     F_PAGE_FROM_END,
     F_PAGE_LABEL,
     F_PART,
+    F_ENTITY,
+    F_FORM_TYPE,
+    F_FISCAL_PERIOD,
+    F_STATEMENT,
 )
 
 
@@ -356,6 +319,19 @@ def field_names(path: Path) -> list[str]:
 def filter_value(value: str) -> str:
     """Filter values are matched case-insensitively, whitespace-normalised."""
     return " ".join(value.split()).casefold()
+
+
+def entity_names(location: dict[str, Any]) -> list[str]:
+    """The names a place's document answers to as an entity filter: its issuer and tickers."""
+    return [n for n in (location.get("entity"), *location.get("tickers", ())) if n]
+
+
+def fiscal_periods(location: dict[str, Any]) -> list[str]:
+    """A place's fiscal year and quarter as filter values ("2023", "2023q1")."""
+    year, quarter = location.get("fiscal_year"), location.get("fiscal_quarter")
+    if not year:
+        return []
+    return [str(year)] + ([f"{year}q{quarter}"] if quarter else [])
 
 
 def _register(index: tantivy.Index) -> tantivy.Index:

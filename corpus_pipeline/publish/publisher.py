@@ -40,7 +40,14 @@ from typing import Any
 import pyarrow as pa
 import tantivy
 
-from corpus_pipeline.contracts import ChunksFile, ChunkType, DocNav, Manifest, SourceRecord
+from corpus_pipeline.contracts import (
+    ChunksFile,
+    ChunkType,
+    DocNav,
+    Manifest,
+    SourceRecord,
+    StatementType,
+)
 from corpus_pipeline.contracts.search import RevisionPointer, is_relative_ref
 from corpus_pipeline.index import channels as ch
 from corpus_pipeline.publish import tables as t
@@ -306,6 +313,11 @@ def _index_document(payload: dict[str, Any]) -> tantivy.Document:
     # A summary already inside the content (a table's caption, an extractive sentence) is not
     # counted twice; a resource's lead-in is document text, so the term channel holds it too.
     extra = "" if summary in content else summary
+    if payload["chunk_type"] == ChunkType.TABLE.value:
+        # A table is searched by what names it too: its caption (the summary) and the title
+        # of the section it sits in, where it does not open with them.
+        titles = dict.fromkeys(o["section_path"][-1] for o in occurrences if o["section_path"])
+        extra = "\n".join([extra, *(t for t in titles if t not in content)]).strip()
     lead_in = extra if payload["chunk_type"] != ChunkType.TEXT.value else ""
     # The documents' running headers are page text, so both text channels read them.
     context = _document_context(occurrences)
@@ -321,6 +333,18 @@ def _index_document(payload: dict[str, Any]) -> tantivy.Document:
     ):
         for value in sorted({ch.filter_value(o[key]) for o in occurrences if o.get(key)}):
             doc.add_text(field_name, value)
+    for value in sorted(
+        {ch.filter_value(name) for o in occurrences for name in ch.entity_names(o)}
+    ):
+        doc.add_text(ch.F_ENTITY, value)
+    for value in sorted(
+        {ch.filter_value(o["form_type"]) for o in occurrences if o.get("form_type")}
+    ):
+        doc.add_text(ch.F_FORM_TYPE, value)
+    for value in sorted({p for o in occurrences for p in ch.fiscal_periods(o)}):
+        doc.add_text(ch.F_FISCAL_PERIOD, value)
+    for value in sorted({o["statement"] for o in occurrences if o.get("statement")}):
+        doc.add_text(ch.F_STATEMENT, value)
     for day in sorted({o["document_date"] for o in occurrences if o.get("document_date")}):
         doc.add_integer(ch.F_DATE, date.fromisoformat(day).toordinal())
     for field_name, key in ((ch.F_PAGE, "pages"), (ch.F_PAGE_FROM_END, "pages_from_end")):
@@ -400,8 +424,16 @@ def _page_marks(manifest: Manifest, pages: Sequence[int], printed: bool) -> dict
     }
 
 
-def _location(record: SourceRecord, manifest: Manifest, occ: Any, printed: bool) -> dict[str, Any]:
-    """One place a chunk occurs, with the document attributes that search filters test."""
+def _location(
+    record: SourceRecord,
+    manifest: Manifest,
+    occ: Any,
+    printed: bool,
+    statement: StatementType | None = None,
+) -> dict[str, Any]:
+    """One place a chunk occurs, with the document attributes that search filters test and
+    routes by (its issuer and period) and the financial statement it is part of there."""
+    subject = manifest.subject
     return {
         "document_id": record.document_id,
         "source_file_name": record.source_file_name,
@@ -416,6 +448,12 @@ def _location(record: SourceRecord, manifest: Manifest, occ: Any, printed: bool)
         "source": record.source_kind.value,
         "organizational_unit": record.organizational_unit,
         "document_date": _document_date(record, manifest),
+        "entity": subject.entity,
+        "tickers": list(subject.tickers),
+        "form_type": subject.form_type,
+        "fiscal_year": subject.fiscal_year,
+        "fiscal_quarter": subject.fiscal_quarter,
+        "statement": statement.value if statement else None,
     }
 
 
@@ -620,7 +658,10 @@ def publish_namespace(
             record = wanted[doc].record
             printed = any(manifest.page_labels)  # once per document, not per chunk
             for chunk in chunks.chunks:
-                locations = [_location(record, manifest, occ, printed) for occ in chunk.occurrences]
+                locations = [
+                    _location(record, manifest, occ, printed, chunk.metadata.statement)
+                    for occ in chunk.occurrences
+                ]
                 payload = state.get(chunk.chunk_id)
                 if payload is None and places[chunk.chunk_id] == 1:
                     # Its only place, and not indexed yet: straight to the index.
