@@ -26,6 +26,7 @@ from corpus_pipeline.contracts.search import (
 )
 from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.finance.measures import Expansion, expand
+from corpus_pipeline.finance.subject import entity_key
 from corpus_pipeline.index import channels as ch
 from query_service.dense import query_vector
 from query_service.documents import name_words, named_documents
@@ -42,12 +43,18 @@ _LIST_FILTERS = (
     ("source", "source"),
     ("organizational_unit", "organizational_unit"),
     ("document_ids", "document_id"),
+    ("entity", "entity"),
+    ("form_type", "form_type"),
+    ("fiscal_period", "fiscal_period"),
 )
 _FILTER_FIELDS = {
     "document_type": ch.F_DOCUMENT_TYPE,
     "source": ch.F_SOURCE,
     "organizational_unit": ch.F_ORG_UNIT,
     "document_id": ch.F_DOCUMENT_IDS,
+    "entity": ch.F_ENTITY,
+    "form_type": ch.F_FORM_TYPE,
+    "fiscal_period": ch.F_FISCAL_PERIOD,
 }
 _CONTENT_WORDS_ONLY = {"path", "term"}
 UBIQUITOUS_SHARE = 0.5
@@ -331,14 +338,28 @@ def _excluded(location: dict[str, Any], request: SearchRequest) -> bool:
     return not _passes_filters(location, request.filters)
 
 
+def _location_values(location: dict[str, Any], key: str) -> list[str]:
+    """The values a place answers a list filter with (an issuer by name and tickers, a fiscal
+    period as its year and its quarter)."""
+    if key == "entity":
+        return ch.entity_names(location)
+    if key == "fiscal_period":
+        return ch.fiscal_periods(location)
+    value = location.get(key)
+    return [value] if value else []
+
+
 def _passes_filters(location: dict[str, Any], filters: SearchFilters) -> bool:
     """The per-place check behind the index pre-filter (a deduplicated chunk's index document
     carries the values of all its places; each place must satisfy every filter itself)."""
     for name, key in _LIST_FILTERS:
         wanted = getattr(filters, name)
         if wanted is not None:
-            value = location.get(key)
-            if not value or ch.filter_value(value) not in {ch.filter_value(w) for w in wanted}:
+            values = {ch.filter_value(v) for v in _location_values(location, key)}
+            asked = {ch.filter_value(w) for w in wanted}
+            if key == "entity":
+                asked |= {entity_key(w) for w in wanted}
+            if not values & asked:
                 return False
     if filters.path_prefix is not None:
         value = ch.filter_value(location.get("source_file_name") or "")
@@ -369,6 +390,8 @@ def filter_query(request: SearchRequest) -> tantivy.Query | None:
         if wanted is not None:
             field = _FILTER_FIELDS[key]
             values = sorted({w if key == "document_id" else ch.filter_value(w) for w in wanted})
+            if key == "entity":
+                values = sorted({*values, *(entity_key(w) for w in wanted)} - {""})
             clauses.append(
                 (tantivy.Occur.Must, tantivy.Query.term_set_query(schema, field, values))
             )
@@ -565,8 +588,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         terms = {
             channel: shape_query(channel, query_text)
             for channel in CHANNELS
-            if weights.get(channel, 0) > 0
-            and channel in ch.CHANNEL_FIELDS
+            if weights.get(channel, 0) > 0 and channel in ch.CHANNEL_FIELDS
         }
         labels = label_phrases(query_text)
         pages = (

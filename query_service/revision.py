@@ -78,7 +78,6 @@ class Revision:
                 self._cards = self._cards or cards
         return self._cards
 
-
     def router(self) -> Router:
         """The documents' issuers and periods, for entity and period routing (read once)."""
 

@@ -21,16 +21,19 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from rapidfuzz import fuzz
+from rapidfuzz.distance import OSA
 
 from corpus_pipeline.contracts import DocumentSubject
 from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.finance.periods import PeriodReference, calendar_quarter, period_reference
+from corpus_pipeline.finance.subject import entity_key
 
-# How similar (rapidfuzz ratio, 0-100) a question's words must be to an issuer's name: one
-# letter in nine may differ ("Microsfot" 89, "Nvida" 91; "apply" for "Apple" is 80).
-MIN_SIMILARITY = 85
-MIN_FUZZY_CHARS = 5  # shorter names only match exactly
+# A name written with a slip still names its issuer ("Microsfot", "Nvida", "Appel"): one edit
+# (optimal string alignment: a transposition is one) in names of up to LONG_NAME letters, two in
+# longer ones; shorter names than MIN_FUZZY_CHARS only exactly. Only words written as names
+# (capitalised) are read so: "apply" is not "Apple".
+MIN_FUZZY_CHARS = 5
+LONG_NAME = 8
 MIN_NAME_CHARS = 3  # a shorter remainder ("US" of "US Bancorp") needs its legal form
 # Period scores: the document's own name for its period, its period's end date or, for a whole
 # year's report, its fiscal year (3); a date within a week of its period's end (a 52/53-week
@@ -38,12 +41,6 @@ MIN_NAME_CHARS = 3  # a shorter remainder ("US" of "US Bancorp") needs its legal
 # period (1.5); its year, for a quarter's report (1). A score of 2 or more, held by one document
 # of an issuer, picks it.
 CERTAIN_PERIOD = 2.0
-_LEGAL = re.compile(
-    r"\b(?:inc|incorporated|corp|corporation|company|co|ltd|limited|plc|p\.l\.c|llc|l\.l\.c|"
-    r"l\.p|lp|ag|se|s\.a|sa|n\.v|nv|s\.p\.a|gmbh|aktiengesellschaft|bancorp|pty|holdings?|"
-    r"group|the|and subsidiaries|& subsidiaries|com)\b\.?",
-    re.I,
-)
 _WORD = re.compile(r"[^\W_]+(?:[&.'’][^\W_]+)*")
 
 
@@ -72,11 +69,8 @@ class Subject:
         )
 
 
-def entity_key(name: str) -> str:
-    """An issuer's name without legal forms, case or punctuation ("AMAZON.COM, INC." →
-    "amazon"; "NVIDIA CORPORATION AND SUBSIDIARIES" → "nvidia")."""
-    text = _LEGAL.sub(" ", name.replace("’", "'").casefold())
-    return " ".join(_WORD.findall(text))
+def _edits(name: str) -> int:
+    return 1 if len(name) <= LONG_NAME else 2
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
@@ -138,12 +132,15 @@ class Router:
             if entity and (written.isupper() or (len(folded) >= 3 and folded not in STOP_WORDS)):
                 found.setdefault(entity, index)
         for key in self.by_entity:
-            at = self._named_at(key, [f for _, f in words])
+            at = self._named_at(key, words)
             if at is not None:
                 found.setdefault(key, at)
         return sorted(found, key=lambda k: found[k])
 
-    def _named_at(self, key: str, words: Sequence[str]) -> int | None:
+    def _named_at(self, key: str, words: Sequence[tuple[str, str]]) -> int | None:
+        """Where the question names an issuer: its name, or its first word where no other
+        issuer's name starts with it, exactly (any case) or, written as a name (capitalised),
+        within a small edit distance (a transposition counts one)."""
         parts = key.split()
         names = [key]
         if len(parts) > 1 and parts[0] in self._unique_firsts:
@@ -153,11 +150,14 @@ class Router:
                 continue
             size = len(name.split())
             for start in range(len(words) - size + 1):
-                gram = " ".join(words[start : start + size])
-                if gram == name or (
+                gram = " ".join(f for _, f in words[start : start + size])
+                if gram == name:
+                    return start
+                if (
                     len(name) >= MIN_FUZZY_CHARS
+                    and words[start][0][:1].isupper()
                     and gram[:1] == name[:1]
-                    and fuzz.ratio(gram, name) >= MIN_SIMILARITY
+                    and OSA.distance(gram, name, score_cutoff=_edits(name)) <= _edits(name)
                 ):
                     return start
         return None

@@ -46,6 +46,13 @@ _SUMMARY_COLUMNS = [
     "created_at",
     "updated_at",
 ]
+# Columns a revision published before documents carried their subject lacks (read when there).
+_SUBJECT_COLUMNS = ["entity", "tickers", "form_type", "period_end", "fiscal_year", "fiscal_quarter"]
+
+
+def _summary_columns(table: Any) -> list[str]:
+    names = set(table.schema.names)
+    return _SUMMARY_COLUMNS + [c for c in _SUBJECT_COLUMNS if c in names]
 
 
 class DocumentNotFound(LookupError):
@@ -79,7 +86,9 @@ _REF_CHARS = re.compile(r"[A-Za-z0-9._/-]{1,300}")
 
 
 def _summary(row: dict[str, Any]) -> DocumentSummary:
-    return DocumentSummary.model_validate({k: row[k] for k in _SUMMARY_COLUMNS})
+    fields = {k: row[k] for k in (*_SUMMARY_COLUMNS, *_SUBJECT_COLUMNS) if k in row}
+    fields["tickers"] = fields.get("tickers") or []
+    return DocumentSummary.model_validate(fields)
 
 
 def _document_row(
@@ -125,7 +134,7 @@ def resource_file(revision: Revision, document_id: str, ref: str) -> ResourceFil
 
 def list_documents(revision: Revision, offset: int, limit: int) -> DocumentList:
     table = revision.table(t.DOCUMENTS)
-    rows = table.search().select(_SUMMARY_COLUMNS).limit(None).to_list()
+    rows = table.search().select(_summary_columns(table)).limit(None).to_list()
     rows.sort(key=lambda r: (r["source_file_name"], r["document_id"]))
     return DocumentList(
         namespace=revision.namespace,
@@ -366,12 +375,11 @@ def neighbors(revision: Revision, document_id: str) -> Neighbors:
 
 
 def filter_values(revision: Revision) -> FilterValues:
+    table = revision.table(t.DOCUMENTS)
+    columns = ["format", "source_kind", "organizational_unit", "document_date", "source_file_name"]
     rows = (
-        revision.table(t.DOCUMENTS)
-        .search()
-        .select(
-            ["format", "source_kind", "organizational_unit", "document_date", "source_file_name"]
-        )
+        table.search()
+        .select(columns + [c for c in _SUBJECT_COLUMNS if c in table.schema.names])
         .limit(None)
         .to_list()
     )
@@ -391,6 +399,23 @@ def filter_values(revision: Revision) -> FilterValues:
                 r["source_file_name"].split("/", 1)[0] + "/"
                 for r in rows
                 if "/" in r["source_file_name"]
+            }
+        ),
+        entity=sorted({n for r in rows for n in (r.get("entity"), *(r.get("tickers") or ())) if n}),
+        form_type=sorted({r["form_type"] for r in rows if r.get("form_type")}),
+        fiscal_period=sorted(
+            {
+                period
+                for r in rows
+                if r.get("fiscal_year")
+                for period in (
+                    str(r["fiscal_year"]),
+                    *(
+                        [f"{r['fiscal_year']}Q{r['fiscal_quarter']}"]
+                        if r.get("fiscal_quarter")
+                        else []
+                    ),
+                )
             }
         ),
     )

@@ -29,6 +29,12 @@ class DocumentSummary(_Model):
     source_kind: str
     organizational_unit: str | None = None
     document_date: date | None = None
+    entity: str | None = Field(default=None, description="The issuer it reports on.")
+    tickers: list[str] = Field(default_factory=list)
+    form_type: str | None = Field(default=None, description="'10-Q', 'annual report', …")
+    period_end: date | None = Field(default=None, description="End of its reporting period.")
+    fiscal_year: int | None = None
+    fiscal_quarter: int | None = None
     created_at: datetime
     updated_at: datetime
 
@@ -166,6 +172,11 @@ class FilterValues(_Model):
     date_min: date | None
     date_max: date | None
     path_prefix: list[str] = Field(description="Top-level folders of the source paths.")
+    entity: list[str] = Field(default_factory=list, description="Issuers and their tickers.")
+    form_type: list[str] = Field(default_factory=list)
+    fiscal_period: list[str] = Field(
+        default_factory=list, description="Fiscal years and quarters: '2023', '2023Q1'."
+    )
 
 
 class CacheStats(_Model):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import date, datetime
 from typing import Annotated, Literal
 from urllib.parse import quote
@@ -95,6 +96,7 @@ def _types_not_empty(value: list[ChunkType]) -> list[ChunkType]:
     return value
 
 
+_FISCAL_PERIOD = re.compile(r"(?:19|20)\d{2}(?:[qQ][1-4])?")
 QueryText = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_query_has_text)]
 ChunkTypes = Annotated[list[ChunkType], AfterValidator(_types_not_empty)]
 _FilterList = list[str] | None
@@ -123,6 +125,20 @@ class SearchFilters(_Model):
     path_prefix: _FilterList = Field(
         default=None, min_length=1, description="Prefixes of the source file path."
     )
+    entity: _FilterList = Field(
+        default=None,
+        min_length=1,
+        description="The issuer a document reports on, by name or ticker (e.g. 'Apple Inc.', "
+        "'AAPL').",
+    )
+    form_type: _FilterList = Field(
+        default=None, min_length=1, description="'10-Q', '10-K', 'annual report', …"
+    )
+    fiscal_period: _FilterList = Field(
+        default=None,
+        min_length=1,
+        description="Fiscal years and quarters, e.g. '2023' or '2023Q1'.",
+    )
 
     @model_validator(mode="after")
     def _ordered_dates(self) -> SearchFilters:
@@ -131,12 +147,25 @@ class SearchFilters(_Model):
         return self
 
     @field_validator(
-        "document_type", "source", "organizational_unit", "document_ids", "path_prefix"
+        "document_type",
+        "source",
+        "organizational_unit",
+        "document_ids",
+        "path_prefix",
+        "entity",
+        "form_type",
     )
     @classmethod
     def _non_blank(cls, value: _FilterList) -> _FilterList:
         if value is not None and any(not v.strip() for v in value):
             raise ValueError("filter values must not be blank")
+        return value
+
+    @field_validator("fiscal_period")
+    @classmethod
+    def _periods(cls, value: _FilterList) -> _FilterList:
+        if value is not None and not all(_FISCAL_PERIOD.fullmatch(v.strip()) for v in value):
+            raise ValueError("fiscal periods are a year or a year and quarter: '2023', '2023Q1'")
         return value
 
     def is_empty(self) -> bool:

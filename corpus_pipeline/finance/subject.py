@@ -99,6 +99,23 @@ MAX_NAME_CHARS = 80
 WINDOW_CHARS = 120  # a column head's date follows within a row or two
 
 
+_LEGAL_WORDS = re.compile(
+    r"\b(?:inc|incorporated|corp|corporation|company|co|ltd|limited|plc|p\.l\.c|llc|l\.l\.c|"
+    r"l\.p|lp|ag|se|s\.a|sa|n\.v|nv|s\.p\.a|gmbh|aktiengesellschaft|bancorp|pty|holdings?|"
+    r"group|the|and subsidiaries|& subsidiaries|com)\b\.?",
+    re.I,
+)
+_NAME_WORD = re.compile(r"[^\W_]+(?:[&.'’][^\W_]+)*")
+
+
+def entity_key(name: str) -> str:
+    """An issuer's name without legal forms, case or punctuation ("AMAZON.COM, INC." →
+    "amazon"; "NVIDIA CORPORATION AND SUBSIDIARIES" → "nvidia"): how questions and filters
+    name it."""
+    text = _LEGAL_WORDS.sub(" ", name.replace("’", "'").casefold())
+    return " ".join(_NAME_WORD.findall(text))
+
+
 def _texts(rows: Sequence[ParsedRow]) -> list[str]:
     return [" ".join(r.text.split()) for r in rows if r.text.strip()]
 

@@ -26,6 +26,7 @@ from typing import Any
 import tantivy
 
 from corpus_pipeline.finance.periods import quarters_named
+from corpus_pipeline.finance.subject import entity_key
 
 STEM_ANALYZER = "corpus_stem"
 TERM_ANALYZER = "corpus_term"
@@ -322,8 +323,10 @@ def filter_value(value: str) -> str:
 
 
 def entity_names(location: dict[str, Any]) -> list[str]:
-    """The names a place's document answers to as an entity filter: its issuer and tickers."""
-    return [n for n in (location.get("entity"), *location.get("tickers", ())) if n]
+    """The names a place's document answers to as an entity filter: its issuer (as written and
+    without its legal form: "Apple Inc.", "apple") and its tickers."""
+    entity = location.get("entity") or ""
+    return [n for n in (entity, entity_key(entity), *location.get("tickers", ())) if n]
 
 
 def fiscal_periods(location: dict[str, Any]) -> list[str]:

@@ -819,6 +819,12 @@ def _document_row(
         if (day := _document_date(record, manifest))
         else None,
         "chunk_count": chunk_count,
+        "entity": manifest.subject.entity,
+        "tickers": list(manifest.subject.tickers),
+        "form_type": manifest.subject.form_type,
+        "period_end": date.fromisoformat(end) if (end := manifest.subject.period_end) else None,
+        "fiscal_year": manifest.subject.fiscal_year,
+        "fiscal_quarter": manifest.subject.fiscal_quarter,
         "signature": signature,
         "manifest": manifest.model_dump_json(by_alias=True),
         "nav": nav.model_dump_json(),

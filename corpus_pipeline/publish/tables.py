@@ -39,6 +39,13 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("organizational_unit", pa.string()),
             ("document_date", pa.date32()),
             ("chunk_count", pa.int64()),
+            # What the document reports on (`DocumentSubject`): null for most documents.
+            ("entity", pa.string()),
+            ("tickers", _STR_LIST),
+            ("form_type", pa.string()),
+            ("period_end", pa.date32()),
+            ("fiscal_year", pa.int32()),
+            ("fiscal_quarter", pa.int32()),
             ("signature", pa.string()),
             ("manifest", pa.string()),
             ("nav", pa.string()),
