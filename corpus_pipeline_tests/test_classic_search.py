@@ -342,3 +342,54 @@ def test_an_answer_format_instruction_does_not_pull_in_pages_that_say_format(tmp
         ),
     )
     assert [r.source_file_name for r in response.results] == ["grille.md"]
+
+
+def _png() -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), (200, 30, 30)).save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_an_image_without_text_of_its_own_never_outranks_a_text_or_table_chunk(tmp_path):
+    from corpus_pipeline.contracts.artifacts import is_textless_image
+
+    revision = _published_with(
+        tmp_path,
+        {
+            "pump.md": (
+                "# Pump\n\n## Valve\n\nThe pressure relief valve opens at six bar.\n\n"
+                f"![](data:image/png;base64,{_png()})\n\n## Seals\n\nSeals are replaced yearly.\n"
+            ),
+            "valves.md": "# Valves\n\nA relief valve protects the pump from pressure.\n",
+        },
+    )
+    results = classic_search(
+        revision, SearchRequest(query="pressure relief valve", top_k=5)
+    ).results
+    textless = [is_textless_image(r.chunk_type.value, r.content) for r in results]
+    assert True in textless, "the image is found by the words leading up to it"
+    assert textless == sorted(textless), "and ranked after every chunk with text"
+
+
+def test_a_table_is_searched_by_the_title_of_its_section_as_well_as_its_caption(tmp_path):
+    revision = _published_with(
+        tmp_path,
+        {
+            "report.html": (
+                "<html><body><h1>Annual report</h1><h2>Quarterly shipments by harbour</h2>"
+                "<table><caption>Table 3</caption><tr><th>Port</th><th>Tons</th></tr>"
+                "<tr><td>Rotterdam</td><td>120</td></tr><tr><td>Hamburg</td><td>80</td></tr>"
+                "</table></body></html>"
+            ),
+        },
+    )
+    request = SearchRequest(
+        query="shipments by harbour", top_k=3, chunk_types=["table"], weights={"content": 1.0}
+    )
+    results = classic_search(revision, request).results
+    assert results and results[0].content.startswith("Table 3")

@@ -38,7 +38,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "document": 2.0,
     "page": 3.0,
     "part": 2.0,
-    "statement": 3.0,
+    "statement": 4.0,
     "dense": 0.0,
     "rerank": 1.5,
 }
@@ -188,12 +188,13 @@ class SearchRequest(_Model):
     weights: dict[str, float] | None = Field(
         default=None,
         description="Channel weights; default path 1, content 2, term 1.5, document 2 (only "
-        "for a question that names a dated document), page 3 (only for a question that names a "
-        "page), part 2 (only for a question that names a numbered part: 'Appendix E', "
-        "'Figure 1'), statement 3 (only for a question about a financial measure or statement: "
-        "the statements it is computed from), dense 0 (off; used only when the revision holds vectors), rerank 1.5 (the "
-        "fused lexical top 30 reordered by vector similarity to the query; only when the "
-        "revision holds vectors).",
+        "for a question that names a dated document, or an issuer with a period, a measure or a "
+        "report), page 3 (only for a question that names a page), part 2 (only for a question "
+        "that names a numbered part: 'Appendix E', 'Figure 1'), statement 4 (only for a "
+        "question about a financial measure or statement: the statements it is computed from), "
+        "dense 0 (off; used only when the revision holds vectors), rerank 1.5 (the fused "
+        "lexical top 30 reordered by vector similarity to the query; only when the revision "
+        "holds vectors).",
     )
 
     @field_validator("weights")

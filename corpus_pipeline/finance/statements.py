@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from corpus_pipeline.contracts import ChunkType, StatementType
 
@@ -86,6 +87,7 @@ _ABOUT = frozenset(
 # What may follow the statement's name: qualifiers, never another subject.
 _TRAILING = frozenset(["unaudited", "audited", "continued", "cont", "condensed", "consolidated"])
 MAX_TITLE_WORDS = 16
+MAX_LINE = 300  # a first line longer than this is no title
 _PARENTHESES = re.compile(r"\([^)]*\)")
 _PERIOD_TAIL = re.compile(r"\b(?:for the|as of|as at|at)\b.*$")
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
@@ -98,6 +100,7 @@ def _normal(title: str) -> str:
     return " ".join(re.sub(r"[^a-z&' ]+", " ", text).split())
 
 
+@lru_cache(maxsize=8192)
 def statement_of_title(title: str) -> StatementType | None:
     """The statement a title names, or None: the statement's name may follow qualifiers and an
     issuer's name ("NVIDIA CORPORATION AND SUBSIDIARIES CONDENSED CONSOLIDATED STATEMENTS OF
@@ -200,7 +203,7 @@ MIN_LINES = {
 # A statement is mostly figures: prose that names the same items is discussion, not the table.
 MIN_FIGURE_SHARE = 0.2
 _TOKEN = re.compile(r"[^\s|$]+")
-_FIGURE = re.compile(r"^\(?[\d,.]+\)?%?$|^—$|^-$")
+_FIGURE = re.compile(r"(?<![^\s|$])(?:\(?[\d,.]+\)?%?|—|-)(?![^\s|$])")
 
 
 def line_counts(text: str) -> dict[StatementType, int]:
@@ -212,8 +215,8 @@ def line_counts(text: str) -> dict[StatementType, int]:
 
 
 def figure_share(text: str) -> float:
-    tokens = _TOKEN.findall(text)
-    return sum(1 for t in tokens if _FIGURE.match(t)) / len(tokens) if tokens else 0.0
+    tokens = len(_TOKEN.findall(text))
+    return len(_FIGURE.findall(text)) / tokens if tokens else 0.0
 
 
 def statement_of_lines(text: str) -> StatementType | None:
@@ -239,7 +242,7 @@ def statement_of_chunk(
     if by_lines is not None or chunk_type is ChunkType.IMAGE:
         return by_lines
     titles = [section_path[-1]] if section_path else []
-    titles += [line for line in content.splitlines()[:3] if line.strip()]
+    titles += [line[:MAX_LINE] for line in content.splitlines()[:3] if line.strip()]
     for title in titles:
         kind = statement_of_title(title)
         if kind is None:

@@ -346,8 +346,9 @@ def _register(index: tantivy.Index) -> tantivy.Index:
 # What a text indexes as (the analyzers, `with_variants`): bumped with every change, so that an
 # index written under another version is rebuilt from the artifacts at the next publish instead
 # of answering queries that are analysed differently from its documents.
-# 2: quarters ("Q3 2023", "third quarter of 2023" → "2023q3"); 3: "&" joins a term ("R&D").
-ANALYSIS_VERSION = 3
+# 2: quarters ("Q3 2023", "third quarter of 2023" → "2023q3"); 3: "&" joins a term ("R&D");
+# 4: a table is indexed with the title of its section as well as its caption.
+ANALYSIS_VERSION = 4
 ANALYSIS_FILE = "corpus_analysis.json"
 
 
