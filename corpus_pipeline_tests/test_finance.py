@@ -350,3 +350,28 @@ def test_a_contents_entry_is_not_a_statement_and_other_documents_are_left_alone(
         _row(2, "Overview", 2, H, 2),
     ]
     assert filing_structure(rows) == rows
+
+
+def test_an_item_set_in_body_type_is_an_item_of_a_filing_whose_other_items_are_headings():
+    rows = [
+        _row(0, "Commission File Number 001-0001", 1),
+        _row(1, "ACME CORPORATION", 1),
+        _row(2, "Item 8. Financial Statements and Supplementary Data 45", 2),  # contents
+        _row(3, "PART II", 30, H, 1),
+        _row(4, "Item 7. Management's Discussion and Analysis", 30, H, 2),
+        _row(5, "Item 7A. Quantitative and Qualitative Disclosures About Market Risk", 40, H, 2),
+        _row(6, "We are exposed to interest rate risk.", 40),
+        _row(7, "ITEM 8. FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA", 44),
+        _row(8, "CONSOLIDATED BALANCE SHEETS", 45, H, 3),
+        _row(9, "Total assets 352,755 351,002 Total liabilities 302,083 287,912", 45),
+    ]
+    out = assign_hierarchy(filing_structure(rows))
+    assert _outline(out)[-2:] == [
+        (2, "ITEM 8. FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA"),
+        (3, "CONSOLIDATED BALANCE SHEETS"),
+    ]
+    assert out[-1].hierarchy_path == [
+        "PART II",
+        "ITEM 8. FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA",
+        "CONSOLIDATED BALANCE SHEETS",
+    ]

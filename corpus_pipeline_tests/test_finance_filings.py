@@ -4,7 +4,7 @@ figures, and every document carries its issuer, ticker and reporting period."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,7 +41,7 @@ def expected_statements(name: str) -> set[StatementType]:
 
 
 @pytest.fixture(scope="module")
-def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
+def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, ...]]:
     settings = load_settings(home=tmp_path_factory.mktemp("filings"))
     out = {}
     for name in FILINGS:

@@ -28,7 +28,10 @@ QUARTERS = {"2023_Q1": ("March 31, 2023", "Three"), "2023_Q2": ("June 30, 2023",
 def filing(company: str, ticker: str, period: str, months: str, scale: int) -> str:
     """A quarterly report: cover, statements as tables, and discussion that uses the words
     analysts ask with ("quick ratio", "working capital") but not the figures."""
-    n = lambda base: f"{base * scale:,}"  # noqa: E731 - one short formatter
+
+    def n(base: int) -> str:
+        return f"{base * scale:,}"
+
     return f"""# FORM 10-Q
 
 For the quarterly period ended {period}

@@ -3,6 +3,7 @@ windows and ranking, the agent's reading order, and the heading statistics."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pymupdf
 
-from benchmarks.realworld_quality import NaiveBM25, heading_stats, page_windows, reading_order
+from benchmarks.realworld_quality import (
+    REALWORLD,
+    NaiveBM25,
+    half_of,
+    heading_stats,
+    page_windows,
+    reading_order,
+)
 from corpus_pipeline.contracts.agentic import AgenticResponse, AgenticResult
+
+from .support import needs_shared
 
 mu: Any = pymupdf
 
@@ -96,3 +106,15 @@ def test_heading_stats_count_header_cells_and_repeats(tmp_path: Path) -> None:
         "table_cell_share": 0.2,  # a body cell "Revenue" is no header cell
         "repeated_share": 0.6,
     }
+
+
+@needs_shared(REALWORLD)
+def test_the_halves_are_a_stable_hash_of_the_file_name_with_every_type_in_both() -> None:
+    assert half_of("2022_Q3_AAPL.pdf") == half_of("2022_Q3_AAPL.pdf")
+    names = [p.name for p in (REALWORLD / "docs").glob("*.pdf")]
+    assert [half_of(n) for n in names].count("tuned") == 48
+    lines = (REALWORLD / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    questions = [json.loads(line) for line in lines if line.strip()]
+    for doc_type in {q["doc_type"] for q in questions}:
+        halves = {half_of(q["doc"]) for q in questions if q["doc_type"] == doc_type}
+        assert halves == {"tuned", "held out"}, doc_type

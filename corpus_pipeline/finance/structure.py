@@ -169,8 +169,16 @@ def _split_titles(rows: list[ParsedRow]) -> list[_Row]:
     out: list[_Row] = []
     titled: set[str] = set()  # statements already given a heading, by title
     footers = _footers(rows)
+    items = _item_headings(rows)
     for i, row in enumerate(rows):
         text = " ".join(row.text.split())
+        key = _item_key(text) if row.row_type is RowType.PARAGRAPH else None
+        if key and key not in items and len(items) >= MIN_ITEMS:
+            # An item read as body text ("ITEM 8. FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA"
+            # set in body type) in a filing whose other items are headings.
+            items.add(key)
+            out.append(_Row(_heading(row, text)))
+            continue
         if i in footers.starts:
             title, kind = footers.starts[i]
             opening = title_at_start(text)
@@ -217,6 +225,27 @@ def _split_titles(rows: list[ParsedRow]) -> list[_Row]:
             continue
         out.append(_Row(row))
     return out
+
+
+_ITEM_LINE = re.compile(r"^item\s+(\d{1,2}[a-c]?)\s*[.:—–-]\s*[A-Za-z][^.]{0,120}$", re.I)
+MIN_ITEMS = 2  # item headings a filing has before a body-text item line is taken for one
+
+
+def _item_key(text: str) -> str | None:
+    """ "item 8" for an item's heading line ("Item 8. Financial Statements and Supplementary
+    Data"); None for other text, a contents entry ("… Data 45") or a sentence."""
+    match = _ITEM_LINE.match(text)
+    if match is None or _PAGE_NUMBER.search(text):
+        return None
+    return f"item {match.group(1).lower()}"
+
+
+def _item_headings(rows: Sequence[ParsedRow]) -> set[str]:
+    return {
+        key
+        for row in rows
+        if row.row_type is RowType.HEADING and (key := _item_key(" ".join(row.text.split())))
+    }
 
 
 @dataclass
