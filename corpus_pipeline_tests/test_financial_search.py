@@ -186,3 +186,14 @@ def test_agentic_returns_at_least_classics_hits_in_classics_order(revision):
         "Compute Globex's for the quarter ended June 30, 2023 income statement",
         "Compute Globex's for the quarter ended June 30, 2023 balance sheet",
     ]
+
+
+def test_a_filter_on_a_field_an_older_revision_lacks_matches_nothing(revision):
+    import dataclasses
+
+    from corpus_pipeline.index import channels as ch
+
+    older = dataclasses.replace(revision, fields=revision.fields - {ch.F_ENTITY})
+    request = SearchRequest(query="net sales", filters=SearchFilters(entity=["ACME"]))
+    assert classic_search(older, request).results == []
+    assert classic_search(revision, request).results

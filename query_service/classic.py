@@ -546,8 +546,26 @@ def superseded_documents(revision: Revision) -> frozenset[str]:
     return cast(frozenset[str], revision.memo("superseded", load))
 
 
+def _filters_unknown_to(revision: Revision, request: SearchRequest) -> bool:
+    """A filter on a field the revision's index was published without (an issuer, a form or a
+    fiscal period, before documents carried them): no place can have a value for it."""
+    return any(
+        getattr(request.filters, name) is not None and _FILTER_FIELDS[key] not in revision.fields
+        for name, key in _LIST_FILTERS
+    )
+
+
 def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse:
     started = time.perf_counter()
+    if _filters_unknown_to(revision, request):
+        return SearchResponse(
+            query=request.query,
+            namespace=revision.namespace,
+            revision=revision.number,
+            small_corpus=False,
+            took_ms=round((time.perf_counter() - started) * 1000, 3),
+            results=[],
+        )
     type_filter = filter_query(request)
     weights = request.weights or DEFAULT_WEIGHTS
     searcher = revision.searcher
