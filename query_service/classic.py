@@ -558,14 +558,7 @@ def _filters_unknown_to(revision: Revision, request: SearchRequest) -> bool:
 def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse:
     started = time.perf_counter()
     if _filters_unknown_to(revision, request):
-        return SearchResponse(
-            query=request.query,
-            namespace=revision.namespace,
-            revision=revision.number,
-            small_corpus=False,
-            took_ms=round((time.perf_counter() - started) * 1000, 3),
-            results=[],
-        )
+        return _response(revision, request, started, [], small=False)
     type_filter = filter_query(request)
     weights = request.weights or DEFAULT_WEIGHTS
     searcher = revision.searcher
@@ -793,11 +786,21 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             if len(results) >= request.top_k or exhausted:
                 break
             depth *= 4
+    return _response(revision, request, started, results[: request.top_k], small)
+
+
+def _response(
+    revision: Revision,
+    request: SearchRequest,
+    started: float,
+    results: list[SearchResult],
+    small: bool,
+) -> SearchResponse:
     return SearchResponse(
         query=request.query,
         namespace=revision.namespace,
         revision=revision.number,
         small_corpus=small,
         took_ms=round((time.perf_counter() - started) * 1000, 3),
-        results=results[: request.top_k],
+        results=results,
     )
