@@ -26,7 +26,7 @@ from rapidfuzz.distance import OSA
 from corpus_pipeline.contracts import DocumentSubject
 from corpus_pipeline.enrich.text import STOP_WORDS
 from corpus_pipeline.finance.periods import PeriodReference, calendar_quarter, period_reference
-from corpus_pipeline.finance.subject import entity_key
+from corpus_pipeline.finance.subject import NAME_WORD, entity_key
 
 # A name written with a slip still names its issuer ("Microsfot", "Nvida", "Appel"): one edit
 # (optimal string alignment: a transposition is one) in names of up to LONG_NAME letters, two in
@@ -41,7 +41,6 @@ MIN_NAME_CHARS = 3  # a shorter remainder ("US" of "US Bancorp") needs its legal
 # period (1.5); its year, for a quarter's report (1). A score of 2 or more, held by one document
 # of an issuer, picks it.
 CERTAIN_PERIOD = 2.0
-_WORD = re.compile(r"[^\W_]+(?:[&.'’][^\W_]+)*")
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def _edits(name: str) -> int:
 def _tokens(text: str) -> list[tuple[str, str]]:
     """A question's words as written and folded, possessives dropped ("Apple's" → "apple")."""
     out = []
-    for word in _WORD.findall(text.replace("’", "'")):
+    for word in NAME_WORD.findall(text.replace("’", "'")):
         word = re.sub(r"'s?$", "", word)
         out.append((word, word.casefold()))
     return out

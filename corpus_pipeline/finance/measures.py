@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from corpus_pipeline.contracts import StatementType
-from corpus_pipeline.finance.statements import statements_named
+from corpus_pipeline.finance.statements import APOSTROPHES, statements_named
 
 BS = StatementType.BALANCE_SHEET
 IS = StatementType.INCOME
@@ -334,7 +334,6 @@ MEASURES: tuple[Measure, ...] = (
     Measure("debt", ("long-term debt", "borrowings", "outstanding debt"), (DEBT,), (BS,)),
 )
 
-_APOSTROPHES = str.maketrans({"’": "'", "‘": "'"})
 _COMPILED = tuple(
     (measure, re.compile(rf"(?<![\w&])(?:{'|'.join(measure.names)})(?![\w&])", re.IGNORECASE))
     for measure in MEASURES
@@ -342,7 +341,7 @@ _COMPILED = tuple(
 
 
 def _normal(text: str) -> str:
-    return " ".join(text.translate(_APOSTROPHES).split())
+    return " ".join(text.translate(APOSTROPHES).split())
 
 
 STATEMENT_NAMES = {

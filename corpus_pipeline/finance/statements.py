@@ -90,11 +90,11 @@ MAX_TITLE_WORDS = 16
 MAX_LINE = 300  # a first line longer than this is no title
 _PARENTHESES = re.compile(r"\([^)]*\)")
 _PERIOD_TAIL = re.compile(r"\b(?:for the|as of|as at|at)\b.*$")
-_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
+APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
 
 
 def _normal(title: str) -> str:
-    text = _PARENTHESES.sub(" ", title.translate(_APOSTROPHES).casefold())
+    text = _PARENTHESES.sub(" ", title.translate(APOSTROPHES).casefold())
     text = _PERIOD_TAIL.sub(" ", text)
     text = re.sub(r"[—–\-:|]+", " ", text)
     return " ".join(re.sub(r"[^a-z&' ]+", " ", text).split())
@@ -266,7 +266,7 @@ _NAMED: tuple[tuple[StatementType, re.Pattern[str]], ...] = (
 
 def statements_named(text: str) -> list[StatementType]:
     """The statements a question names, in order of first mention."""
-    normal = " ".join(text.translate(_APOSTROPHES).casefold().split())
+    normal = " ".join(text.translate(APOSTROPHES).casefold().split())
     found = sorted(
         (match.start(), kind) for kind, pattern in _NAMED for match in pattern.finditer(normal)
     )

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from corpus_pipeline.contracts import ParsedRow, RowType, StatementType
-from corpus_pipeline.finance.statements import figure_share, statement_of_title
+from corpus_pipeline.finance.statements import MAX_TITLE_WORDS, figure_share, statement_of_title
 from corpus_pipeline.finance.subject import cover_texts, registrant
 
 _PART = re.compile(r"^part\s+(?:[ivx]+|\d)\b", re.I)
@@ -54,7 +54,6 @@ _SIGNATURE_LINE = re.compile(r"^(?:by\s*:|/s/)", re.I)
 _PAGE_NUMBER = re.compile(r"\s+\d{1,3}$")
 _TITLE_END = re.compile(r"[(\d$]")
 _CONTENTS_ENTRY = re.compile(r"^\d{1,3}\s+[^\W\d]")
-MAX_TITLE_WORDS = 16
 MAX_NOTE_WORDS = 14
 MAX_ITEM_WORDS = 12
 FIGURES_WITHIN = 12  # rows after a statement's title (past its column heads) showing figures

@@ -105,7 +105,8 @@ _LEGAL_WORDS = re.compile(
     r"group|the|and subsidiaries|& subsidiaries|com)\b\.?",
     re.I,
 )
-_NAME_WORD = re.compile(r"[^\W_]+(?:[&.'’][^\W_]+)*")
+# A word of a name: letters and digits, joined by "&", "." or an apostrophe ("AT&T", "Macy's").
+NAME_WORD = re.compile(r"[^\W_]+(?:[&.'’][^\W_]+)*")
 
 
 def entity_key(name: str) -> str:
@@ -113,7 +114,7 @@ def entity_key(name: str) -> str:
     "amazon"; "NVIDIA CORPORATION AND SUBSIDIARIES" → "nvidia"): how questions and filters
     name it."""
     text = _LEGAL_WORDS.sub(" ", name.replace("’", "'").casefold())
-    return " ".join(_NAME_WORD.findall(text))
+    return " ".join(NAME_WORD.findall(text))
 
 
 def _texts(rows: Sequence[ParsedRow]) -> list[str]:
