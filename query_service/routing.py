@@ -148,15 +148,18 @@ class Router:
             if len(name) < MIN_NAME_CHARS or name in STOP_WORDS:
                 continue
             size = len(name.split())
+            edits = _edits(name) if len(name) >= MIN_FUZZY_CHARS else 0
             for start in range(len(words) - size + 1):
+                if words[start][1][:1] != name[:1]:
+                    continue  # a name and its slips start alike: most words are passed here
                 gram = " ".join(f for _, f in words[start : start + size])
                 if gram == name:
                     return start
                 if (
-                    len(name) >= MIN_FUZZY_CHARS
+                    edits
                     and words[start][0][:1].isupper()
-                    and gram[:1] == name[:1]
-                    and OSA.distance(gram, name, score_cutoff=_edits(name)) <= _edits(name)
+                    and abs(len(gram) - len(name)) <= edits
+                    and OSA.distance(gram, name, score_cutoff=edits) <= edits
                 ):
                     return start
         return None
