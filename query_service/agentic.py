@@ -43,6 +43,7 @@ from query_service.instructions import search_text
 from query_service.planner import Planner, layers
 from query_service.records import RunRecorder
 from query_service.revision import Revision
+from query_service.spelling import spelled
 from query_service.store import render_chunk
 
 MAX_VISITED_SECTIONS = 60
@@ -266,7 +267,7 @@ def _run_step(
     discovered: dict[str, SearchResult] = {r.chunk_id: r for r in discovery.results}
     hit_rank = {r.chunk_id: rank for rank, r in enumerate(discovery.results)}
     lead = 1 if step.query == " ".join(request.query.split()) else 0
-    terms = _idf_weights(revision, _terms(search_text(step.query)))
+    terms = _idf_weights(revision, _terms(spelled(revision.searcher, search_text(step.query))[0]))
     # Navigation: BFS over the section tree from every discovered place (bounded).
     # `proximity`: the best discovery score (relative to the step's best) of the hits a section
     # holds, halved per hop of the tree away from them.

@@ -36,6 +36,7 @@ from query_service.pages import PageReference, page_phrases, page_references
 from query_service.recency import asks_for_latest, superseded
 from query_service.revision import Revision
 from query_service.routing import Routing
+from query_service.spelling import spelled
 
 MAX_QUERY_TERMS = 64
 _LIST_FILTERS = (
@@ -564,6 +565,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
     searcher = revision.searcher
     total = revision.pointer.chunks
     results: list[SearchResult] = []
+    fixes: dict[str, str] = {}
     small = total <= request.top_k
     if small:
         query = type_filter or tantivy.Query.all_query()
@@ -578,7 +580,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
                 results.append(result)
     else:
         depth = max(MIN_DEPTH, request.top_k * 5)
-        query_text = search_text(request.query)
+        query_text, fixes = spelled(searcher, search_text(request.query))
         routing = (
             revision.router().route(query_text)
             if weights.get("document", 0) > 0 or weights.get("statement", 0) > 0
@@ -786,7 +788,7 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
             if len(results) >= request.top_k or exhausted:
                 break
             depth *= 4
-    return _response(revision, request, started, results[: request.top_k], small)
+    return _response(revision, request, started, results[: request.top_k], small, fixes)
 
 
 def _response(
@@ -795,6 +797,7 @@ def _response(
     started: float,
     results: list[SearchResult],
     small: bool,
+    fixes: dict[str, str] | None = None,
 ) -> SearchResponse:
     return SearchResponse(
         query=request.query,
@@ -802,5 +805,6 @@ def _response(
         revision=revision.number,
         small_corpus=small,
         took_ms=round((time.perf_counter() - started) * 1000, 3),
+        corrections=fixes or {},
         results=results,
     )

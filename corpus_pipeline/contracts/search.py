@@ -298,4 +298,11 @@ class SearchResponse(_Model):
         description="True when the namespace held no more chunks than top_k."
     )
     took_ms: float
+    corrections: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Query words found in no chunk, searched as the store's word one edit away "
+            "(misspelt → searched)."
+        ),
+    )
     results: list[SearchResult]
