@@ -36,9 +36,13 @@ setup: $(VENV)/.synced system-deps
 run: setup
 	$(BIN)/corpus ingest data/sample
 	$(BIN)/corpus search "How do tufted ducks feed?" --top-k 3
-	@KEY=$$($(BIN)/corpus keys create --if-missing); \
-	case "$$KEY" in ck_*) echo "$$KEY" > $(CORPUS_HOME)/service/local_key.txt; chmod 600 $(CORPUS_HOME)/service/local_key.txt;; esac; \
-	KEY=$$(cat $(CORPUS_HOME)/service/local_key.txt 2>/dev/null); \
+	@KEYTXT=$(CORPUS_HOME)/service/local_key.txt; \
+	if [ ! -s "$$KEYTXT" ]; then \
+	  KEY=$$($(BIN)/corpus keys create local-dev --read '*' --if-missing); \
+	  [ -n "$$KEY" ] || KEY=$$($(BIN)/corpus keys rotate local-dev); \
+	  (umask 077; echo "$$KEY" > "$$KEYTXT"); \
+	fi; \
+	KEY=$$(cat "$$KEYTXT"); \
 	echo ""; echo "API key (also in $(CORPUS_HOME)/service/local_key.txt): $$KEY"; \
 	echo "Try: curl -s -H \"Authorization: Bearer $$KEY\" -H 'Content-Type: application/json' \\"; \
 	echo "       -d '{\"query\": \"How do tufted ducks feed?\", \"top_k\": 3}' http://127.0.0.1:8000/v1/search"; \
@@ -90,6 +94,7 @@ bench: setup
 	$(BIN)/python -m benchmarks.dense_latency
 	$(BIN)/python -m benchmarks.pdf_quality
 	$(BIN)/python -m benchmarks.http_latency
+	$(BIN)/python -m benchmarks.upload_door
 	$(BIN)/python -m benchmarks.agentic_quality
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS)
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS) --executor multiprocess

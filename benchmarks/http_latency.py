@@ -140,8 +140,9 @@ def service_settings(home: Path, service_workers: int) -> Any:
     return ServiceSettings(
         home=home,
         # Explicit, so a CORPUS_API_KEYS_FILE in the environment cannot turn keys on: the file
-        # does not exist, hence loopback anonymous access.
+        # does not exist, and open access serves the local user on loopback.
         api_keys_file=home / "service" / "api_keys.json",
+        open_access=True,
         service_workers=service_workers,
         cache_max_entries=0,
     )
@@ -288,6 +289,7 @@ def serve(args: argparse.Namespace) -> None:
         os.environ.update(
             CORPUS_HOME=str(settings.home),
             CORPUS_API_KEYS_FILE=str(settings.keys_file),
+            CORPUS_OPEN_ACCESS="true",
             CORPUS_SERVICE_WORKERS=str(settings.service_workers),
             CORPUS_CACHE_MAX_ENTRIES=str(settings.cache_max_entries),
         )

@@ -407,6 +407,34 @@ def delete_command(document_id: str) -> None:
     )
 
 
+@main.command("gc")
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@click.option(
+    "--min-age-minutes",
+    default=60,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Keep anything younger (a file being registered, a document being committed).",
+)
+def gc_command(dry_run: bool, min_age_minutes: int) -> None:
+    """Remove stored bytes and per-document folders (artifacts, work, embeddings) that no
+    registry record references; published revisions are never touched."""
+    from datetime import timedelta
+
+    from corpus_pipeline.gc import collect_garbage
+
+    try:
+        report = collect_garbage(
+            _settings(), dry_run=dry_run, min_age=timedelta(minutes=min_age_minutes)
+        )
+    except CorpusError as exc:
+        raise click.UsageError(str(exc)) from exc
+    verb = "would remove" if dry_run else "removed"
+    for item in report.removed:
+        console.print(f"{verb} {item.kind} {escape(item.location)} ({item.size_bytes:,} bytes)")
+    console.print(report.summary())
+
+
 def _agentic_search(
     query: str,
     namespace: str | None,
@@ -497,16 +525,14 @@ def ingest_api_command(host: str, port: int) -> None:
     """Serve the upload API (POST /v1/documents, GET /v1/jobs/{id}); jobs run in the background."""
     import uvicorn
 
-    from corpus_pipeline.contracts.keys import KeyRing
+    from corpus_pipeline.access import UnsafeBinding, check_binding
     from corpus_pipeline.ingest_api import create_ingest_app
-    from query_service.server import is_loopback
 
     settings = _settings()
-    keys = settings.home / "service" / "api_keys.json"
-    if not KeyRing.load(keys).enabled and not is_loopback(host):
-        raise click.UsageError(
-            f"no API keys configured ({keys}): refusing to listen on {host}; bind to 127.0.0.1"
-        )
+    try:
+        click.echo(check_binding(settings.keys_file, settings.open_access, host), err=True)
+    except UnsafeBinding as exc:
+        raise click.UsageError(str(exc)) from None
     uvicorn.run(create_ingest_app(settings), host=host, port=port, log_level="info")
 
 

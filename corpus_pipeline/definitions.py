@@ -20,7 +20,13 @@ def defs() -> dg.Definitions:
     return dg.Definitions.merge(
         dg.Definitions(
             assets=dg.load_assets_from_modules([documents, embeddings, publish]),
-            jobs=[jobs.reprocess_documents, jobs.embed_documents, jobs.publish_revision],
+            jobs=[
+                jobs.reprocess_documents,
+                jobs.embed_documents,
+                jobs.publish_revision,
+                jobs.collect_garbage,
+            ],
+            schedules=[sensors.gc_schedule],
             sensors=[
                 sensors.inbox_sensor,
                 sensors.s3_sensor,

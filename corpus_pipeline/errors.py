@@ -50,14 +50,17 @@ class MirrorError(CorpusError):
         super().__init__(f"mirrored revision of namespace '{namespace}': {problem}")
 
 
+# The two ways a password reaches a parse, named in every password message (raised where the
+# file is opened, which does not know how the file came in).
+_PASSWORD_WAYS = "the upload API's `password` form field, or `corpus ingest --password`"
+
+
 class PasswordRequiredError(CorpusError):
     """An encrypted document was delivered without a password."""
 
     def __init__(self, fmt: str = "pdf") -> None:
         self.format = fmt
-        super().__init__(
-            f"encrypted {fmt} document: a password is needed (pass it with --password)"
-        )
+        super().__init__(f"encrypted {fmt} document: a password is needed ({_PASSWORD_WAYS})")
 
 
 class WrongPasswordError(CorpusError):
@@ -65,7 +68,19 @@ class WrongPasswordError(CorpusError):
 
     def __init__(self, fmt: str = "pdf") -> None:
         self.format = fmt
-        super().__init__(f"encrypted {fmt} document: the password is wrong")
+        super().__init__(
+            f"encrypted {fmt} document: the password is wrong (send the right one: "
+            f"{_PASSWORD_WAYS})"
+        )
+
+
+class NoTextError(CorpusError):
+    """A document that yields no text: nothing could be searched or cited, so it fails instead
+    of being published with no chunks. The message names the file and what to do about it."""
+
+    def __init__(self, source_file_name: str, reason: str) -> None:
+        self.source_file_name = source_file_name
+        super().__init__(f"no text in '{source_file_name}': {reason}")
 
 
 class ParseLimitError(CorpusError):

@@ -32,7 +32,7 @@ from corpus_pipeline.contracts import Manifest, SourceKind, SourceRecord
 from corpus_pipeline.defs.checks import CHECK_LABELS, describe_problems
 from corpus_pipeline.defs.documents import FAILED_DOCUMENTS, STEP, document_pipeline
 from corpus_pipeline.defs.jobs import STAGE_TAG
-from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION, partition_ranges
+from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION, add_partitions, partition_ranges
 from corpus_pipeline.defs.publish import corpus_revision
 from corpus_pipeline.defs.resources import (
     CorpusRootResource,
@@ -365,20 +365,22 @@ def _start_worker(settings: CorpusSettings, environ: dict[str, str]) -> None:
     _WORKER = _Runner.of(settings)
 
 
-def run_registered(document_id: str, namespace: str) -> list[tuple[int, IngestResult]]:
+def run_registered(
+    document_id: str, namespace: str, password: str | None = None
+) -> list[tuple[int, IngestResult]]:
     """A pool worker's task for the upload API: one stored and registered document, its
-    partition added if new, materialised like a batch file."""
+    partition added if new, materialised like a batch file (`password`, in memory only, opens
+    an encrypted PDF the way `corpus ingest --password` does)."""
     assert _WORKER is not None, "worker not initialised"
     runner = _WORKER
     record = SourceRegistry(ObjectStore(runner.settings.object_store)).get(document_id)
-    if not runner.instance.has_dynamic_partition(DOCUMENTS_PARTITION, document_id):
-        runner.instance.add_dynamic_partitions(DOCUMENTS_PARTITION, [document_id])
+    add_partitions(runner.instance, [document_id], [namespace])
     outcome = IngestResult(
         path=Path(record.source_file_name),
         source_file_name=record.source_file_name,
         document_id=document_id,
     )
-    return [(0, runner.run(_Job(0, outcome, record), namespace, None))]
+    return [(0, runner.run(_Job(0, outcome, record), namespace, password))]
 
 
 def forget_document(settings: CorpusSettings, document_id: str) -> SourceRecord:
@@ -551,6 +553,7 @@ def _register(
     new.sort(key=lambda d: -by_document[d][0].record.size_bytes)
     if new:
         instance.add_dynamic_partitions(DOCUMENTS_PARTITION, new)
+        add_partitions(instance, namespaces=[ns])
     return results, list(by_document.values())
 
 
@@ -584,13 +587,15 @@ def _deliveries(
 def publish_namespace_run(settings: CorpusSettings, namespace: str) -> PublishOutcome:
     """Materialise the corpus revision for one namespace (one revision for the whole batch)."""
     instance = dagster_instance(settings)
+    add_partitions(instance, namespaces=[namespace])
     run = dg.materialize(
         [corpus_revision],
         instance=instance,
         resources=resources_for(settings),
+        partition_key=namespace,
         raise_on_error=False,
         tags={"corpus/namespace": namespace, "corpus/trigger": "cli", STAGE_TAG: "publish"},
-        run_config={**_QUIET, "ops": {"corpus_revision": {"config": {"namespaces": [namespace]}}}},
+        run_config=_QUIET,
     )
     if not run.success:
         return PublishOutcome(namespace, None, 0, 0, _failure_message(run))

@@ -29,6 +29,7 @@ from corpus_pipeline.contracts import (
     DocNav,
     DocumentProfile,
     DocumentSubject,
+    FileFormat,
     HeadingsFile,
     Manifest,
     ParsedRow,
@@ -39,8 +40,10 @@ from corpus_pipeline.contracts import (
     SourceRecord,
     Statistics,
 )
+from corpus_pipeline.contracts.artifacts import is_textless_image
 from corpus_pipeline.contracts.rows import rows_to_table, table_to_rows
 from corpus_pipeline.enrich.llm import ChatModel, ImageDescriber, LLMSummarizer, make_summarizer
+from corpus_pipeline.errors import NoTextError
 from corpus_pipeline.finance.structure import filing_structure
 from corpus_pipeline.finance.subject import document_subject
 from corpus_pipeline.hierarchy import assign_hierarchy, compact_hierarchy, heading_tree
@@ -286,6 +289,46 @@ def run_chunks(
     )
 
 
+def require_text(
+    source_file_name: str, profile: DocumentProfile, parsed: ParseOutput, chunks: ChunksOutput
+) -> None:
+    """Refuse a document without text (`NoTextError`): published with no chunk a reader can
+    use, it would only look ingested. Images count only with text of their own (alt text,
+    caption, OCR, a description); the message says why there is none and what to do."""
+    if chunks.counts.get(ChunkType.TEXT.value) or chunks.counts.get(ChunkType.TABLE.value):
+        return
+    if any(
+        not is_textless_image(c.chunk_type.value, c.content)
+        for c in read_chunks(chunks.chunks_path).chunks
+    ):
+        return
+    codes = Counter(d.code for d in parsed.diagnostics)
+    pages = profile.page_count or 0
+    unit = {FileFormat.PDF: "page", FileFormat.PPTX: "slide"}.get(profile.format)
+    if codes["ocr.unavailable"]:
+        reason = (
+            "its pages are scanned images and OCR is unavailable (Tesseract is not installed); "
+            "install it (`make system-deps`, or the tesseract-ocr package) and process the "
+            "file again"
+        )
+    elif codes["ocr.failed"]:
+        reason = (
+            f"its pages are scanned images and OCR failed on {codes['ocr.failed']} of them; "
+            "check the scan's quality, or send a copy with a text layer"
+        )
+    elif parsed.images:
+        reason = (
+            f"it holds only images ({parsed.images}) with no text of their own (no caption, "
+            "alt text or text OCR could read); send a version with text, or set "
+            "CORPUS_IMAGE_DESCRIPTION__MODEL to have a vision model describe them"
+        )
+    elif unit and pages:
+        reason = f"its {pages} {unit}s are blank" if pages > 1 else f"its {unit} is blank"
+    else:
+        reason = "it is empty (no text, tables or images)"
+    raise NoTextError(source_file_name, reason)
+
+
 def read_chunks(path: str | Path) -> ChunksFile:
     return ChunksFile.model_validate_json(Path(path).read_text(encoding="utf-8"))
 
@@ -469,6 +512,7 @@ def process_document(record: SourceRecord, source_path: Path, settings: CorpusSe
         )
         timings["parse"] = parsed.seconds
         chunks = run_chunks(doc, parsed, profile, settings, stage_dir(settings, doc, "chunks"))
+        require_text(record.source_file_name, profile, parsed, chunks)
         timings["chunks"] = chunks.seconds
         nav = run_nav(doc, parsed, chunks, profile, settings, stage_dir(settings, doc, "nav"))
         timings["nav"] = nav.seconds

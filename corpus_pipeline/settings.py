@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from corpus_pipeline.keypool import split_keys
@@ -62,6 +62,14 @@ class CorpusSettings(BaseSettings):
     # The upload API: one file, and one request, at most this many MiB (read in chunks).
     max_upload_mb: int = Field(default=50, ge=1)
     max_request_mb: int = Field(default=200, ge=1)
+    # Uploads one key may have in flight (more: 429), and the threads that check and store
+    # them (door checks, archive expansion, the object store) off the request loop.
+    max_uploads_per_key: int = Field(default=4, ge=1)
+    upload_workers: int = Field(default=2, ge=1)
+    # API keys both services read (`corpus keys`); default <home>/service/api_keys.json. Without
+    # keys every request is refused, unless open access (loopback only) serves the local user.
+    api_keys_file: Path | None = None
+    open_access: bool = False
     # Parse budget: a document is cut (with a diagnostic) after this many pages / characters.
     parse_max_pages: int = Field(default=5000, ge=1)
     parse_max_chars: int = Field(default=20_000_000, ge=1)
@@ -80,6 +88,12 @@ class CorpusSettings(BaseSettings):
     # Documents of one `corpus ingest` batch materialised side by side, each in its own process
     # (its parse in a worker of its own under the limits above); publishing stays one at a time.
     ingest_workers: int = Field(default=2, ge=1, le=32)
+    # Upload-API jobs are leased: the worker renews its lease every `job_heartbeat_seconds`
+    # while it processes; a job whose lease ran out (its API or worker process died) is queued
+    # again, and fails after `job_max_attempts` interrupted attempts.
+    job_lease_seconds: float = Field(default=60.0, gt=0)
+    job_heartbeat_seconds: float = Field(default=15.0, gt=0)
+    job_max_attempts: int = Field(default=3, ge=1)
     # The folder the inbox sensor watches (relative paths are the documents' addresses) and
     # how it syncs: new_only, update_only or full (full also removes vanished files).
     inbox_dir: Path = Field(default=Path("data/inbox"))
@@ -114,6 +128,13 @@ class CorpusSettings(BaseSettings):
     def _absolute_home(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> CorpusSettings:
+        # A lease renewed less often than it lasts would run out under a live worker.
+        if self.job_heartbeat_seconds >= self.job_lease_seconds:
+            raise ValueError("job_heartbeat_seconds must be shorter than job_lease_seconds")
+        return self
+
     @property
     def object_store(self) -> str:
         return self.object_store_url or (self.home / "objects").as_uri()
@@ -137,6 +158,10 @@ class CorpusSettings(BaseSettings):
     @property
     def dagster_home(self) -> Path:
         return self.home / "dagster"
+
+    @property
+    def keys_file(self) -> Path:
+        return self.api_keys_file or self.home / "service" / "api_keys.json"
 
     def role(self, name: str) -> LLMRole:
         """A role's settings with the shared endpoint and key filled in where unset."""

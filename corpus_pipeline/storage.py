@@ -4,8 +4,9 @@ is an s3:// URL)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -98,6 +99,19 @@ class ObjectStore:
                 str(p).rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(base, detail=False)
             )
 
+    def stat(self, key: str) -> tuple[int, datetime | None]:
+        """The object's size and when it was last written (None when the backend does not
+        say: a local file's mtime, S3's LastModified)."""
+        with self._operation("lookup", key):
+            info = self.fs.info(self._path(key))
+        size = int(info.get("size") or 0)
+        value = info.get("mtime", info.get("LastModified"))
+        if isinstance(value, datetime):
+            return size, value if value.tzinfo else value.replace(tzinfo=UTC)
+        if isinstance(value, int | float):
+            return size, datetime.fromtimestamp(value, UTC)
+        return size, None
+
     def delete(self, key: str) -> None:
         with self._operation("delete", key):
             self.fs.rm(self._path(key))
@@ -109,6 +123,14 @@ class ObjectStore:
                 return []
             root = self.root.rstrip("/") + "/"
             return sorted(str(p).removeprefix(root) for p in self.fs.find(base))
+
+
+SOURCES_PREFIX = "sources/sha256"
+
+
+def blob_key(sha256: str) -> str:
+    """Where bytes of this SHA-256 are stored (content-addressed: one object per content)."""
+    return f"{SOURCES_PREFIX}/{sha256[:2]}/{sha256}"
 
 
 class SourceRegistry:
@@ -125,34 +147,105 @@ class SourceRegistry:
         source_kind: SourceKind = SourceKind.CLI,
         organizational_unit: str | None = None,
         document_date: date | None = None,
+        *,
+        document_id: str | None = None,
     ) -> SourceRecord:
-        """Store the bytes durably, then record the document (bytes first: nothing dangles)."""
-        sha = sha256_bytes(data)
-        key = f"sources/sha256/{sha[:2]}/{sha}"
+        """Store the bytes durably, then record the document (bytes first: nothing dangles).
+
+        The id is `document_id` when given (an explicit replacement), else derived from
+        (namespace, name): registering a name again replaces its document. A replaced
+        document's previous bytes are released (deleted unless another document holds them),
+        so a replacement never leaves an unreferenced blob behind."""
+        return self._register(
+            sha256_bytes(data),
+            len(data),
+            lambda key: self.store.put_bytes(key, data),
+            source_file_name,
+            namespace,
+            source_kind,
+            organizational_unit,
+            document_date,
+            document_id,
+        )
+
+    def register_file(
+        self,
+        local: Path,
+        source_file_name: str,
+        namespace: str,
+        source_kind: SourceKind = SourceKind.CLI,
+        organizational_unit: str | None = None,
+        document_date: date | None = None,
+        *,
+        document_id: str | None = None,
+    ) -> SourceRecord:
+        """`register` from a local file, hashed and stored as a stream (the upload API: its
+        memory holds no document's bytes)."""
+        with local.open("rb") as handle:
+            sha = hashlib.file_digest(handle, "sha256").hexdigest()
+        return self._register(
+            sha,
+            local.stat().st_size,
+            lambda key: self.store.put_file(local, key),
+            source_file_name,
+            namespace,
+            source_kind,
+            organizational_unit,
+            document_date,
+            document_id,
+        )
+
+    def _register(
+        self,
+        sha: str,
+        size: int,
+        write: Callable[[str], None],
+        source_file_name: str,
+        namespace: str,
+        source_kind: SourceKind,
+        organizational_unit: str | None,
+        document_date: date | None,
+        document_id: str | None,
+    ) -> SourceRecord:
+        key = blob_key(sha)
         if not self.store.exists(key):
-            self.store.put_bytes(key, data)
+            write(key)
         record = SourceRecord(
-            document_id=document_id_for(namespace, source_file_name),
+            document_id=document_id or document_id_for(namespace, source_file_name),
             namespace=namespace,
             source_file_name=source_file_name,
             object_key=key,
             sha256=sha,
-            size_bytes=len(data),
+            size_bytes=size,
             source_kind=source_kind,
             organizational_unit=organizational_unit,
             document_date=document_date,
             received_at=datetime.now(UTC),
         )
+        previous = self.find(record.document_id)
         self.store.put_bytes(
             self._record_key(record.document_id), record.model_dump_json(indent=2).encode()
         )
+        if not self.store.exists(key):
+            # Released meanwhile by another document's replacement or by `corpus gc`, which
+            # scanned the records before this one was written: stored again, never dangling.
+            write(key)
+        if previous is not None and previous.object_key != key:
+            self._release(previous)
         return record
 
-    def get(self, document_id: str) -> SourceRecord:
+    def find(self, document_id: str) -> SourceRecord | None:
+        """The document's record, or None when it is not registered."""
         key = self._record_key(document_id)
         if not self.store.exists(key):
-            raise InvalidInputError("document_id", f"no document '{document_id}' is registered")
+            return None
         return SourceRecord.model_validate(json.loads(self.store.get_bytes(key)))
+
+    def get(self, document_id: str) -> SourceRecord:
+        record = self.find(document_id)
+        if record is None:
+            raise InvalidInputError("document_id", f"no document '{document_id}' is registered")
+        return record
 
     def records(self) -> list[SourceRecord]:
         return [
@@ -168,10 +261,16 @@ class SourceRegistry:
         (found again by the same content), never a record without its bytes."""
         record = self.get(document_id)
         self.store.delete(self._record_key(document_id))
-        shared = any(r.sha256 == record.sha256 for r in self.records())
-        if not shared and self.store.exists(record.object_key):
-            self.store.delete(record.object_key)
+        self._release(record)
         return record
+
+    def _release(self, record: SourceRecord) -> None:
+        """Delete the bytes a record no longer in the registry pointed at, unless another
+        document holds the same content."""
+        if any(r.object_key == record.object_key for r in self.records()):
+            return
+        if self.store.exists(record.object_key):
+            self.store.delete(record.object_key)
 
     def fetch_source(self, record: SourceRecord, target_dir: Path) -> Path:
         """Copy the stored bytes to a local working file and verify their hash."""

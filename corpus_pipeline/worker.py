@@ -16,7 +16,6 @@ in words, with the traceback in the log.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import importlib
 import logging
@@ -55,7 +54,6 @@ GROUP_SCAN_SECONDS = 1.0
 ADDRESS_SPACE_FACTOR = 2
 ADDRESS_SPACE_MARGIN = 1 << 30
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-_PR_SET_PDEATHSIG = 1
 
 _NAME_PREFIX = "corpus-parse-"
 _CONTEXT = processes.CONTEXT
@@ -380,11 +378,7 @@ def _crash(exc: Exception) -> Crash:
 def _die_with_parent() -> None:
     """SIGKILL this worker when its parent (the forkserver, which exits with the caller) goes,
     so a killed caller leaves no orphan parse running."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    processes.die_with_parent(signal.SIGKILL)
 
 
 def _limit_address_space(limit: int) -> None:

@@ -27,13 +27,23 @@ from .services import free_port
 CORPUS_CLI = Path(sys.executable).with_name("corpus")
 
 
-def write_api_keys(home: Path, keys: dict[str, tuple[str, list[str]]]) -> Path:
+def write_api_keys(
+    home: Path,
+    keys: dict[str, tuple[str, list[str]]],
+    writes: dict[str, list[str]] | None = None,
+) -> Path:
     """The service's key file under <home>/service: key → (principal, readable namespaces),
-    stored hashed as the service expects."""
+    and key → namespaces it may write to, stored hashed as the services expect."""
     path = home / "service" / "api_keys.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = [
-        {"key_sha256": hash_key(k), "principal": p, "namespaces": ns} for k, (p, ns) in keys.items()
+        {
+            "key_sha256": hash_key(k),
+            "principal": p,
+            "namespaces": ns,
+            **({"write_namespaces": (writes or {})[k]} if k in (writes or {}) else {}),
+        }
+        for k, (p, ns) in keys.items()
     ]
     path.write_text(json.dumps({"keys": entries}))
     return path
@@ -137,3 +147,14 @@ def served(settings: CorpusSettings, worker: bool = True) -> Iterator[httpx.Clie
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+
+
+def finished_job(client: httpx.Client, job_id: str, timeout: float = 180) -> dict[str, object]:
+    """Poll the upload API until a job is `done` or `error`; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job: dict[str, object] = client.get(f"/v1/jobs/{job_id}").json()
+        if job["status"] in ("done", "error"):
+            return job
+        time.sleep(0.3)
+    raise TimeoutError(f"job {job_id} did not finish within {timeout} s")

@@ -69,7 +69,7 @@ def test_the_run_is_recorded_in_postgres(ingested, pg_database):
 def test_the_dynamic_partition_is_recorded_in_postgres(ingested, pg_database):
     rows = query(pg_database, "SELECT partitions_def_name, partition FROM dynamic_partitions")
 
-    assert rows == [(DOCUMENTS_PARTITION, ingested.document_id)]
+    assert sorted(rows) == [(DOCUMENTS_PARTITION, ingested.document_id), ("namespaces", "default")]
 
 
 def test_materialisations_are_recorded_in_the_postgres_event_log(ingested, pg_database):

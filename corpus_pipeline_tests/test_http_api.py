@@ -186,23 +186,28 @@ def test_control_characters_in_a_query_are_searched_not_fatal(service):
     assert response.status_code == 200
 
 
+def _cached(c: httpx.Client, namespace: str = "default") -> dict[str, int]:
+    """This namespace's counters of the answer cache."""
+    [counts] = [n for n in c.get("/v1/cache").json()["namespaces"] if n["namespace"] == namespace]
+    return dict(counts)
+
+
 def test_cache_keys_include_filters_and_principal(service):
     c = client(service)
-    before = c.get("/v1/cache").json()
+    before = _cached(c)
     plain = c.post("/v1/search", json={"query": "mallard pond", "top_k": 3}).json()
     again = c.post("/v1/search", json={"query": "mallard pond", "top_k": 3}).json()
     filtered = c.post(
         "/v1/search",
         json={"query": "mallard pond", "top_k": 3, "filters": {"organizational_unit": ["Field"]}},
     ).json()
-    after = c.get("/v1/cache").json()
+    after = _cached(c)
     assert plain == again
     assert filtered != plain and {r["source_file_name"] for r in filtered["results"]} == {
         "ducks.md"
     }
     assert after["hits"] - before["hits"] == 1
     assert after["misses"] - before["misses"] == 2
-    assert after["process_id"] == before["process_id"] > 0
 
 
 def test_failed_answers_are_not_cached(service):
@@ -211,14 +216,14 @@ def test_failed_answers_are_not_cached(service):
     for _ in range(2):
         assert c.post("/v1/search", json={"query": "x", "namespace": "nowhere"}).status_code == 404
     after = c.get("/v1/cache").json()
-    assert after["entries"] == before["entries"] and after["hits"] == before["hits"]
+    assert after == before, "nothing counted, and no entry for the missing namespace"
 
 
 def test_health_and_readiness(service):
     c = client(service, key=None)
-    assert c.get("/healthz").json()["status"] == "ok"
+    assert c.get("/healthz").json() == {"status": "ok"}
     ready = c.get("/readyz")
-    assert ready.status_code == 200 and ready.json()["revisions"]["default"] >= 1
+    assert ready.status_code == 200 and ready.json() == {"status": "ok"}
     assert c.get("/docs").status_code == 200 and c.get("/openapi.json").json()["info"]["title"]
 
 
@@ -248,7 +253,8 @@ def test_a_new_revision_is_swapped_in_during_a_stream_of_queries(tmp_path):
     errors: list[str] = []
     seen: list[tuple[int, str]] = []
     stop = threading.Event()
-    with running_service(ServiceSettings(home=settings.home, reload_seconds=0.1)) as url:
+    local = ServiceSettings(home=settings.home, reload_seconds=0.1, open_access=True)
+    with running_service(local) as url:
 
         def hammer() -> None:
             with httpx.Client(base_url=url, timeout=30) as c:

@@ -7,11 +7,11 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from corpus_pipeline.jobs import JobStore
+from corpus_pipeline.jobs import SQLiteJobStore
 
 
 def test_jobs_are_claimed_oldest_first_and_once(tmp_path: Path):
-    store = JobStore(tmp_path / "jobs.db")
+    store = SQLiteJobStore(tmp_path / "jobs.db")
     first = store.create("doc-a", "default", "a.md")
     second = store.create("doc-b", "default", "b.md")
     claimed = [store.claim(), store.claim(), store.claim()]
@@ -20,7 +20,7 @@ def test_jobs_are_claimed_oldest_first_and_once(tmp_path: Path):
 
 
 def test_a_document_being_processed_holds_back_its_next_job(tmp_path: Path):
-    store = JobStore(tmp_path / "jobs.db")
+    store = SQLiteJobStore(tmp_path / "jobs.db")
     first = store.create("doc-a", "default", "a.md")
     again = store.create("doc-a", "default", "a.md", "delete")
     other = store.create("doc-b", "default", "b.md")
@@ -34,7 +34,7 @@ def test_a_document_being_processed_holds_back_its_next_job(tmp_path: Path):
 
 
 def _claim_all(path: str) -> list[str]:
-    store = JobStore(Path(path))
+    store = SQLiteJobStore(Path(path))
     claimed = []
     while (job := store.claim()) is not None:
         claimed.append(job.job_id)
@@ -43,7 +43,7 @@ def _claim_all(path: str) -> list[str]:
 
 def test_workers_in_two_processes_never_claim_the_same_job(tmp_path: Path):
     path = tmp_path / "jobs.db"
-    store = JobStore(path)
+    store = SQLiteJobStore(path)
     created = {store.create(f"doc-{n}", "default", f"{n}.md").job_id for n in range(300)}
     # An executor, not a Pool: a worker process that dies fails the test (BrokenProcessPool)
     # instead of hanging it (a Pool waits for a task whose worker died holding its queue lock).

@@ -1,4 +1,5 @@
-"""The key file both services read: its contract, and what a key may do."""
+"""The key file both services read: its contract, and what a key may do (resolving keys at run
+time, fail-closed, and `corpus keys` are in test_key_management.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus_pipeline.contracts.keys import KeyFileError, KeyRing, create_local_key, hash_key
+from corpus_pipeline.contracts.keys import KeyFileError, KeyRing, hash_key
 
 
 def _ring(tmp_path: Path, entries: list[dict[str, object]]) -> KeyRing:
@@ -36,10 +37,12 @@ def test_a_hashed_and_a_clear_key_each_stand_for_their_principal(tmp_path: Path)
     assert ring.principal_for("other") is None and ring.principal_for(None) is None
 
 
-def test_without_a_key_file_there_is_one_local_principal_that_may_do_everything(tmp_path: Path):
-    ring = KeyRing.load(tmp_path / "missing.json")
-    local = ring.principal_for(None)
-    assert not ring.enabled and local is not None and local.may_write("any")
+def test_a_missing_or_blank_key_file_has_no_keys_and_no_default_principal(tmp_path: Path):
+    blank = tmp_path / "blank.json"
+    blank.write_text("\n", encoding="utf-8")
+    for ring in (KeyRing.load(tmp_path / "missing.json"), KeyRing.load(blank)):
+        assert not ring.enabled
+        assert ring.principal_for(None) is None and ring.principal_for("anything") is None
 
 
 @pytest.mark.parametrize(
@@ -74,13 +77,3 @@ def test_a_file_that_is_not_json_is_refused_with_its_line(tmp_path: Path):
     path.write_text('{"keys": [\n  {"key": "k",}\n]}', encoding="utf-8")
     with pytest.raises(KeyFileError, match=r"key file keys.json: not JSON \(.*line 2\)"):
         KeyRing.load(path)
-
-
-def test_a_created_local_key_is_stored_only_as_its_hash_and_is_read_back(tmp_path: Path):
-    path = tmp_path / "keys.json"
-    key = create_local_key(path)
-    assert key is not None and key not in path.read_text(encoding="utf-8")
-    principal = KeyRing.load(path).principal_for(key)
-    assert principal is not None and principal.may_read("default")
-    assert not principal.may_write("default"), "a local key reads; writing is granted explicitly"
-    assert create_local_key(path) is None, "an existing key file is never overwritten"

@@ -55,8 +55,12 @@ def test_new_files_are_stored_and_requested_one_run_per_document(inbox: Path, tm
     [run] = result.run_requests or []
     assert run.job_name == "reprocess_documents" and run.partition_key
     assert run.partition_key.startswith("q1-notes-md-"), "the address, not the base name"
-    [added] = result.dynamic_partitions_requests or []
+    [added, namespace] = result.dynamic_partitions_requests or []
     assert list(added.partition_keys) == [run.partition_key]
+    assert (namespace.partitions_def_name, list(namespace.partition_keys)) == (
+        "namespaces",
+        ["default"],
+    ), "the namespace's revision is listed from its first document on"
     records = SourceRegistry(ObjectStore(load_settings(home=tmp_path / "home").object_store))
     assert [r.source_file_name for r in records.records()] == ["q1/notes.md"]
     assert sorted(json.loads(result.cursor or "{}")["files"]) == ["blob.bin", "q1/notes.md"]
@@ -68,7 +72,7 @@ def test_many_new_files_are_requested_as_range_runs_over_their_partitions(
     for i in range(4):
         (inbox / f"more-{i}.md").write_text(f"# Note {i}\n\nGoldeneyes dive {i} times.\n")
     result = _tick(tmp_path / "home")
-    [added] = result.dynamic_partitions_requests or []
+    [added, _] = result.dynamic_partitions_requests or []
     keys = list(added.partition_keys)
     assert len(keys) == 5
     runs = result.run_requests or []
@@ -124,21 +128,62 @@ def test_new_only_mode_leaves_changed_files_alone(
     assert run.partition_key and run.partition_key.startswith("q2-md-")
 
 
+def _publish_tick(instance: dg.DagsterInstance, home: Path, cursor: str | None = None) -> Any:
+    context = dg.build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        resources={
+            "corpus": CorpusRootResource(home=str(home)),
+            "object_store": ObjectStoreResource(),
+            "models": ModelSettingsResource(),
+        },
+    )
+    return publish_sensor(context)
+
+
 @pytest.mark.slow
-def test_the_publish_sensor_publishes_once_after_document_runs(tmp_path: Path):
+def test_the_publish_sensor_publishes_the_namespace_of_documents_materialised_outside_it(
+    tmp_path: Path,
+):
+    """Documents materialised by any run — here one with no tags at all, as "Materialize" in
+    the UI starts it — get their namespace (the registry's, not a tag's) published once; a
+    namespace published after its documents (as the CLI does) is not published again."""
+    from corpus_pipeline.defs.documents import document_pipeline
+    from corpus_pipeline.ingest import publish_namespace_run, resources_for
+
     note = tmp_path / "note.md"
     note.write_text("# Ducks\n\nTufted ducks dive.\n")
-    settings = load_settings(home=tmp_path / "home", ingest_workers=1, namespace="birds")
+    home = tmp_path / "home"
+    settings = load_settings(home=home, ingest_workers=1, namespace="birds")
     instance = dagster_instance(settings)
-    idle: Any = publish_sensor(dg.build_sensor_context(instance=instance))
-    assert not idle.run_requests
+    assert not _publish_tick(instance, home).run_requests
     [result] = ingest([note], settings)
-    assert result.status == "ok"
-    fired: Any = publish_sensor(dg.build_sensor_context(instance=instance))
+    assert result.status == "ok" and result.document_id
+    fired: Any = _publish_tick(instance, home)
     [publish] = fired.run_requests
-    assert publish.run_config["ops"]["corpus_revision"]["config"]["namespaces"] == ["birds"]
-    again: Any = publish_sensor(dg.build_sensor_context(instance=instance, cursor=fired.cursor))
-    assert not again.run_requests
+    assert (publish.job_name, publish.partition_key) == ("publish_revision", "birds")
+    assert not _publish_tick(instance, home, fired.cursor).run_requests, "once"
+
+    run = dg.materialize(
+        [document_pipeline],
+        instance=instance,
+        resources=resources_for(settings),
+        partition_key=result.document_id,
+    )
+    assert run.success and not run.dagster_run.tags.get("corpus/namespace")
+    assert publish_namespace_run(settings, "birds").error is None
+    published: Any = _publish_tick(instance, home, fired.cursor)
+    assert not published.run_requests, "published after its documents already"
+
+    run = dg.materialize(
+        [document_pipeline],
+        instance=instance,
+        resources=resources_for(settings),
+        partition_key=result.document_id,
+    )
+    assert run.success
+    [again] = _publish_tick(instance, home, published.cursor).run_requests
+    assert again.partition_key == "birds"
 
 
 def _embeddings_tick(home: Path, dense: str, cursor: str | None = None) -> Any:

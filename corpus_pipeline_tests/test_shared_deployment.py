@@ -43,7 +43,9 @@ def test_an_upload_lands_in_s3_runs_in_postgres_and_is_published(
         bucket = f"corpus-deploy-{uuid.uuid4().hex[:8]}"
         s3: Any = boto3.client("s3")
         s3.create_bucket(Bucket=bucket)
-        settings = load_settings(home=tmp_path / "home", object_store_url=f"s3://{bucket}/corpus")
+        settings = load_settings(
+            home=tmp_path / "home", object_store_url=f"s3://{bucket}/corpus", open_access=True
+        )
         settings.dagster_home.mkdir(parents=True)
         shutil.copyfile(
             REPO_ROOT / "deploy" / "dagster.postgres.yaml", settings.dagster_home / "dagster.yaml"
@@ -63,6 +65,7 @@ def test_an_upload_lands_in_s3_runs_in_postgres_and_is_published(
             replica_env = {
                 "CORPUS_OBJECT_STORE_URL": f"s3://{bucket}/corpus",
                 "CORPUS_MIRROR_POLL_SECONDS": "0.3",
+                "CORPUS_OPEN_ACCESS": "true",  # the local user, on loopback: no key file here
             }
             with served_by_cli(tmp_path / "replica", workers=1, env=replica_env) as (url, _):
                 answer = _search(url, "tufted ducks mussels")

@@ -11,15 +11,15 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, TypeVar
 
-from fastapi import Depends, FastAPI, Header, Path, Query, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Discriminator, Tag
 
+from corpus_pipeline.access import AccessDenied, denied_response, install, require_principal
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse
 from corpus_pipeline.contracts.api import (
     NAMESPACE_PATTERN,
@@ -66,11 +66,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody},
     404: {"model": ErrorBody},
     422: {"model": ErrorBody},
+    503: {"model": ErrorBody, "description": "No usable key file (names it and the fix)."},
 }
-
-
-class Unauthorized(Exception):
-    pass
 
 
 async def get_service(request: Request) -> QueryService:
@@ -78,20 +75,8 @@ async def get_service(request: Request) -> QueryService:
     return service
 
 
-async def get_principal(
-    request: Request,
-    authorization: Annotated[str | None, Header()] = None,
-    x_api_key: Annotated[str | None, Header()] = None,
-) -> Principal:
-    key = api_key_from(authorization, x_api_key)
-    principal = (await get_service(request)).keys.principal_for(key)
-    if principal is None:
-        raise Unauthorized()
-    return principal
-
-
 ServiceDep = Annotated[QueryService, Depends(get_service)]
-PrincipalDep = Annotated[Principal, Depends(get_principal)]
+PrincipalDep = Annotated[Principal, Depends(require_principal)]
 
 
 async def run_blocking(service: QueryService, fn: Callable[..., T], *args: Any) -> T:
@@ -167,14 +152,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.service = service
-
-    @app.exception_handler(Unauthorized)
-    async def _unauthorized(_: Request, __: Unauthorized) -> JSONResponse:
-        return JSONResponse(
-            status_code=401,
-            content={"detail": "missing or invalid API key", "field": "authorization"},
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+    install(app, service.keys)
 
     @app.exception_handler(NamespaceNotFound)
     async def _no_namespace(_: Request, exc: NamespaceNotFound) -> JSONResponse:
@@ -215,15 +193,13 @@ def create_app(
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     async def healthz() -> Health:
-        return Health(
-            status="ok", revisions={n: r.number for n, r in service.snapshots.all().items()}
-        )
+        """Ok or not, to anyone: namespaces and revisions are for keys (`/v1/namespaces`)."""
+        return Health(status="ok")
 
     @app.get("/readyz", response_model=Health, tags=["health"], responses={503: {"model": Health}})
     async def readyz() -> Response:
-        revisions = {n: r.number for n, r in service.snapshots.all().items()}
         status = "ok" if service.snapshots.ready else "loading"
-        body = Health(status=status, revisions=revisions).model_dump_json()
+        body = Health(status=status).model_dump_json()
         return Response(
             body, status_code=200 if service.snapshots.ready else 503, media_type="application/json"
         )
@@ -358,16 +334,7 @@ def create_app(
 
     @app.get("/v1/cache", response_model=CacheStats, responses=_ERRORS, tags=["health"])
     async def cache_stats(svc: ServiceDep, principal: PrincipalDep) -> CacheStats:
-        cache = svc.cache
-        return CacheStats(
-            entries=cache.entries,
-            bytes=cache.size_bytes,
-            hits=cache.hits,
-            misses=cache.misses,
-            max_entries=cache.max_entries,
-            max_bytes=cache.max_bytes,
-            process_id=os.getpid(),
-        )
+        return svc.cache_stats(principal)
 
     app.mount("/mcp", _mcp_auth(service, mcp_app))
     return app
@@ -379,22 +346,18 @@ async def run_blocking_start(service: QueryService) -> None:
 
 
 def _mcp_auth(service: QueryService, inner: Any) -> Any:
-    """The MCP endpoint takes the same API keys as the REST routes."""
+    """The MCP endpoint takes the same API keys, resolved the same way, as the REST routes."""
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-            key = headers.get("x-api-key")
-            auth = headers.get("authorization", "")
-            if auth.lower().startswith("bearer "):
-                key = auth[7:].strip()
-            principal = service.keys.principal_for(key)
-            if principal is None:
-                response = JSONResponse(
-                    status_code=401,
-                    content={"detail": "missing or invalid API key", "field": "authorization"},
-                )
-                await response(scope, receive, send)
+            key = api_key_from(headers.get("authorization"), headers.get("x-api-key"))
+            try:
+                what = f"MCP {scope.get('method', '')} {scope.get('path', '')}"
+                client = scope["client"][0] if scope.get("client") else None
+                principal = service.keys.principal(key, what, client)
+            except AccessDenied as exc:
+                await denied_response(exc)(scope, receive, send)
                 return
             scope.setdefault("state", {})["principal"] = principal
         await inner(scope, receive, send)

@@ -3,13 +3,14 @@
 The key covers everything that changes an answer: principal, namespace, revision and the whole
 canonical request. The caller looks up with the revision it is about to serve from, so an
 entry of an older revision is never returned; only successful, complete answers are stored.
+Counters are kept per namespace, so a key is shown the counts of its own namespaces only.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,16 @@ class CacheKey:
     request: str  # canonical JSON of the request model
 
 
+@dataclass
+class CacheCounts:
+    """One namespace's share of the cache."""
+
+    entries: int = 0
+    bytes: int = 0
+    hits: int = 0
+    misses: int = 0
+
+
 class AnswerCache:
     def __init__(self, max_entries: int, max_bytes: int) -> None:
         self.max_entries = max_entries
@@ -30,15 +41,21 @@ class AnswerCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self._counts: dict[str, CacheCounts] = {}
+
+    def _of(self, namespace: str) -> CacheCounts:
+        return self._counts.setdefault(namespace, CacheCounts())
 
     def get(self, key: CacheKey) -> bytes | None:
         with self._lock:
             value = self._entries.get(key)
             if value is None:
                 self.misses += 1
+                self._of(key.namespace).misses += 1
                 return None
             self._entries.move_to_end(key)
             self.hits += 1
+            self._of(key.namespace).hits += 1
             return value
 
     def put(self, key: CacheKey, value: bytes) -> None:
@@ -47,12 +64,23 @@ class AnswerCache:
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
-                self._bytes -= len(old)
+                self._count(key, old, -1)
             self._entries[key] = value
-            self._bytes += len(value)
+            self._count(key, value, 1)
             while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-                _, evicted = self._entries.popitem(last=False)
-                self._bytes -= len(evicted)
+                evicted_key, evicted = self._entries.popitem(last=False)
+                self._count(evicted_key, evicted, -1)
+
+    def _count(self, key: CacheKey, value: bytes, sign: int) -> None:
+        counts = self._of(key.namespace)
+        counts.entries += sign
+        counts.bytes += sign * len(value)
+        self._bytes += sign * len(value)
+
+    def counts(self) -> dict[str, CacheCounts]:
+        """Per namespace: entries, bytes, hits and misses (copies)."""
+        with self._lock:
+            return {namespace: replace(c) for namespace, c in self._counts.items()}
 
     @property
     def entries(self) -> int:

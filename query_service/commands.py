@@ -1,15 +1,19 @@
-"""`corpus serve`, `corpus mcp` and `corpus keys create` (registered on the `corpus` group)."""
+"""`corpus serve`, `corpus mcp` and `corpus keys` (registered on the `corpus` group)."""
 
 from __future__ import annotations
 
 import os
-import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
 
 import click
 
-from corpus_pipeline.contracts.keys import create_local_key
+from corpus_pipeline import access
+from corpus_pipeline.access import UnsafeBinding
+from corpus_pipeline.contracts.keys import KeyFileError
 from query_service.config import ServiceSettings
-from query_service.server import UnsafeBinding, default_workers, serve, serve_stdio
+from query_service.server import default_workers, serve, serve_stdio
 
 
 @click.command("serve")
@@ -41,31 +45,97 @@ def mcp_command() -> None:
 
 @click.group("keys")
 def keys_group() -> None:
-    """API keys of the query service."""
+    """API keys of both services (changes apply to running services within seconds)."""
+
+
+@contextmanager
+def _key_errors() -> Iterator[None]:
+    """A refused change as one line naming the file and the problem, exit code 1."""
+    path = ServiceSettings().keys_file
+    try:
+        yield
+    except (KeyFileError, access.KeyNotFound, ValueError, OSError) as exc:
+        raise click.ClickException(f"{path}: {exc}") from None
+
+
+def _namespaces(values: tuple[str, ...]) -> list[str]:
+    """Repeated options and comma-separated lists alike: `--read a --read b`, `--read a,b`."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 @click.command("create")
-@click.option("--principal", default="local-dev", show_default=True)
+@click.argument("name")
+@click.option("--read", "reads", multiple=True, help="Namespace it reads (repeatable; * = all).")
 @click.option(
-    "--namespace", "namespaces", multiple=True, help="Readable namespace (repeatable; default all)."
+    "--write", "writes", multiple=True, help="Namespace it uploads to (repeatable; also read)."
 )
-@click.option(
-    "--if-missing", is_flag=True, help="Do nothing (exit 0) when a key file already exists."
-)
-def create_key_command(principal: str, namespaces: tuple[str, ...], if_missing: bool) -> None:
-    """Create the key file with one new key; prints the key once (only its hash is stored)."""
-    settings = ServiceSettings()
-    key = create_local_key(settings.keys_file, principal, namespaces or ("*",))
+@click.option("--if-missing", is_flag=True, help="Exit 0 without a key when NAME exists.")
+def create_key_command(
+    name: str, reads: tuple[str, ...], writes: tuple[str, ...], if_missing: bool
+) -> None:
+    """Create a key NAME; prints the key once (only its SHA-256 hash is stored)."""
+    path = ServiceSettings().keys_file
+    with _key_errors():
+        key = access.create_key(
+            path, name, _namespaces(reads), _namespaces(writes), if_missing=if_missing
+        )
     if key is None:
-        if if_missing:
-            click.echo(
-                f"key file exists: {settings.keys_file} (keys are stored hashed; create a new file to get a new key)"
-            )
-            return
-        click.echo(f"error: {settings.keys_file} exists already", err=True)
-        sys.exit(1)
+        click.echo(f"a key named '{name}' exists in {path}; nothing created", err=True)
+        return
     click.echo(key)
+    click.echo(f"key '{name}' added to {path}; it is shown only this once", err=True)
 
 
-keys_group.add_command(create_key_command)
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M") if moment else "-"
+
+
+@click.command("list")
+def list_keys_command() -> None:
+    """Names, namespaces, created and last used (never a key or its hash)."""
+    path = ServiceSettings().keys_file
+    with _key_errors():
+        keys = access.list_keys(path)
+    if not keys:
+        click.echo(f"no keys in {path}; create one with `{access.CREATE_COMMAND}`")
+        return
+    rows = [("name", "read", "write", "created", "last used")] + [
+        (
+            k.name,
+            ",".join(k.namespaces) or "-",
+            ",".join(k.write_namespaces) or "-",
+            _when(k.created_at),
+            _when(k.last_used),
+        )
+        for k in keys
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        click.echo("  ".join(row[i].ljust(widths[i]) for i in range(5)).rstrip())
+
+
+@click.command("revoke")
+@click.argument("name")
+def revoke_key_command(name: str) -> None:
+    """Remove the key NAME; services refuse it within seconds."""
+    path = ServiceSettings().keys_file
+    with _key_errors():
+        access.revoke_key(path, name)
+    click.echo(f"key '{name}' revoked in {path}", err=True)
+
+
+@click.command("rotate")
+@click.argument("name")
+def rotate_key_command(name: str) -> None:
+    """Replace the key NAME by a new one with the same namespaces; prints it once."""
+    path = ServiceSettings().keys_file
+    with _key_errors():
+        key = access.rotate_key(path, name)
+    click.echo(key)
+    click.echo(f"key '{name}' rotated in {path}; the old key stops working", err=True)
+
+
+for _command in (create_key_command, list_keys_command, revoke_key_command, rotate_key_command):
+    keys_group.add_command(_command)
+
 COMMANDS = [serve_command, mcp_command, keys_group]

@@ -16,7 +16,11 @@ class ServiceSettings(BaseSettings):
     )
     api_keys_file: Path | None = Field(
         default=None,
-        description="JSON file of API keys; default <home>/service/api_keys.json if present.",
+        description="JSON file of API keys (`corpus keys`); default <home>/service/api_keys.json.",
+    )
+    open_access: bool = Field(
+        default=False,
+        description="Serve the local user without a key while there are no keys (loopback only).",
     )
     service_workers: int = Field(
         default=4, ge=1, le=64, description="Threads for blocking search work."

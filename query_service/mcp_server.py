@@ -7,17 +7,27 @@ Served as streamable HTTP under /mcp of the API (same API keys), and over stdio 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, ValidationError
 
+from corpus_pipeline.access import AccessDenied
 from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.api import ReadRef, ReadRequest
 from corpus_pipeline.contracts.keys import Principal
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
+from query_service.agentic import BudgetTooSmall
+from query_service.revision import NamespaceNotFound
 from query_service.service import QueryService
+from query_service.store import DocumentNotFound
+
+# What a caller is told in words (a refusal is logged once, where it is decided); anything
+# else is a fault, and the SDK logs its traceback.
+_TOLD = (AccessDenied, ValidationError, NamespaceNotFound, DocumentNotFound, BudgetTooSmall)
 
 INSTRUCTIONS = """\
 This server retrieves cited evidence from a document corpus; it never writes answers.
@@ -29,23 +39,39 @@ with tables as HTML; `list_documents` to see what a namespace holds. A table or 
 API key. Cite document_id, chunk_id, source_file_name and section_path of what you use."""
 
 
-def build_mcp(service: QueryService, fixed_principal: Principal | None = None) -> MCPServer:
+def build_mcp(service: QueryService, stdio: bool = False, api_key: str | None = None) -> MCPServer:
+    """The tools; over stdio `api_key` is resolved on every call (a revoked key stops
+    working), over HTTP the /mcp endpoint resolved the request's key already."""
     mcp = MCPServer(name="corpus", instructions=INSTRUCTIONS)
 
     def principal_of(ctx: Context) -> Principal:
-        if fixed_principal is not None:
-            return fixed_principal
+        if stdio:
+            return service.keys.principal(api_key, "corpus mcp tool call")
         request = ctx.request_context.request
         state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
         principal = state.get("principal")
-        if principal is None:
-            raise PermissionError("missing or invalid API key")
-        assert isinstance(principal, Principal)
+        if not isinstance(principal, Principal):
+            raise AccessDenied(401, "missing or invalid API key")
         return principal
 
-    async def blocking(fn: Any, *args: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(service.executor, functools.partial(fn, *args))
+    async def answer(
+        ctx: Context, work: Callable[[Principal], bytes | BaseModel]
+    ) -> dict[str, Any]:
+        """`work` for the caller's principal in the service's pool, as the tool's result. What
+        the caller is told in words comes back as an error result, not raised: the SDK logs a
+        traceback for any exception a tool raises, and a refusal is already logged in one line."""
+        try:
+            principal = principal_of(ctx)
+            result = await asyncio.get_running_loop().run_in_executor(
+                service.executor, work, principal
+            )
+        except _TOLD as exc:
+            return _error(exc)
+        if isinstance(result, bytes):
+            loaded: dict[str, Any] = json.loads(result)
+            return loaded
+        dumped: dict[str, Any] = result.model_dump(mode="json")
+        return dumped
 
     @mcp.tool(
         description=(
@@ -62,21 +88,22 @@ def build_mcp(service: QueryService, fixed_principal: Principal | None = None) -
         document_ids: list[str] | None = None,
         exclude_document_ids: list[str] | None = None,
     ) -> dict[str, Any]:
-        request = SearchRequest.model_validate(
-            {
-                "query": query,
-                "namespace": namespace,
-                "top_k": top_k,
-                **({"chunk_types": chunk_types} if chunk_types else {}),
-                "filters": SearchFilters(document_ids=document_ids)
-                if document_ids
-                else SearchFilters(),
-                "exclude_document_ids": exclude_document_ids or [],
-            }
-        )
-        body: bytes = await blocking(service.search, principal_of(ctx), request)
-        result: dict[str, Any] = json.loads(body)
-        return result
+        def work(principal: Principal) -> bytes:
+            request = SearchRequest.model_validate(
+                {
+                    "query": query,
+                    "namespace": namespace,
+                    "top_k": top_k,
+                    **({"chunk_types": chunk_types} if chunk_types else {}),
+                    "filters": SearchFilters(document_ids=document_ids)
+                    if document_ids
+                    else SearchFilters(),
+                    "exclude_document_ids": exclude_document_ids or [],
+                }
+            )
+            return service.search(principal, request)
+
+        return await answer(ctx, work)
 
     @mcp.tool(
         description=(
@@ -93,12 +120,17 @@ def build_mcp(service: QueryService, fixed_principal: Principal | None = None) -
         token_budget: int = 8000,
         top_k: int = 10,
     ) -> dict[str, Any]:
-        request = AgenticRequest(
-            mode="agentic", query=query, namespace=namespace, token_budget=token_budget, top_k=top_k
-        )
-        body: bytes = await blocking(service.search, principal_of(ctx), request)
-        result: dict[str, Any] = json.loads(body)
-        return result
+        def work(principal: Principal) -> bytes:
+            request = AgenticRequest(
+                mode="agentic",
+                query=query,
+                namespace=namespace,
+                token_budget=token_budget,
+                top_k=top_k,
+            )
+            return service.search(principal, request)
+
+        return await answer(ctx, work)
 
     @mcp.tool(
         description=(
@@ -112,10 +144,11 @@ def build_mcp(service: QueryService, fixed_principal: Principal | None = None) -
     async def read(
         ctx: Context, refs: list[dict[str, Any]], namespace: str = "default"
     ) -> dict[str, Any]:
-        request = ReadRequest(namespace=namespace, refs=[ReadRef.model_validate(r) for r in refs])
-        response = await blocking(service.read, principal_of(ctx), request)
-        dumped: dict[str, Any] = response.model_dump(mode="json")
-        return dumped
+        def work(principal: Principal) -> BaseModel:
+            refs_ = [ReadRef.model_validate(r) for r in refs]
+            return service.read(principal, ReadRequest(namespace=namespace, refs=refs_))
+
+        return await answer(ctx, work)
 
     @mcp.tool(
         description=(
@@ -124,18 +157,27 @@ def build_mcp(service: QueryService, fixed_principal: Principal | None = None) -
         )
     )
     async def outline(ctx: Context, document_id: str, namespace: str = "default") -> dict[str, Any]:
-        response = await blocking(service.outline, principal_of(ctx), namespace, document_id)
-        dumped: dict[str, Any] = response.model_dump(mode="json")
-        return dumped
+        return await answer(ctx, lambda p: service.outline(p, namespace, document_id))
 
     @mcp.tool(description="List the documents of a namespace (paginated: offset, limit ≤ 500).")
     async def list_documents(
         ctx: Context, namespace: str = "default", offset: int = 0, limit: int = 50
     ) -> dict[str, Any]:
-        response = await blocking(
-            service.documents, principal_of(ctx), namespace, offset, min(max(limit, 1), 500)
-        )
-        dumped: dict[str, Any] = response.model_dump(mode="json")
-        return dumped
+        limit = min(max(limit, 1), 500)
+        return await answer(ctx, lambda p: service.documents(p, namespace, offset, limit))
 
     return mcp
+
+
+def _error(exc: Exception) -> dict[str, Any]:
+    """The tool's error result, in words. The SDK passes a returned CallToolResult through as
+    it is (the tools' declared dict type stays their output schema)."""
+    if isinstance(exc, AccessDenied):
+        message = exc.detail
+    elif isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        message = f"{'.'.join(str(p) for p in first['loc']) or 'arguments'}: {first['msg']}"
+    else:
+        message = str(exc)
+    result = CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+    return cast(dict[str, Any], result)

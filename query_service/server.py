@@ -2,41 +2,14 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 from typing import Any
 
-from corpus_pipeline.contracts.keys import KeyRing, Principal
+from corpus_pipeline.access import AccessDenied, UnsafeBinding, check_binding
 from query_service.config import ServiceSettings
 
 log = logging.getLogger("corpus.query_service")
-
-
-class UnsafeBinding(ValueError):
-    """Refusing to expose an unauthenticated service beyond loopback."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_binding(settings: ServiceSettings, host: str) -> str:
-    """The start-up notice; raises UnsafeBinding for a keyless service on a non-loopback host."""
-    keys = KeyRing.load(settings.keys_file)
-    if keys.enabled:
-        return f"API keys loaded from {settings.keys_file}"
-    if not is_loopback(host):
-        raise UnsafeBinding(
-            f"no API keys configured ({settings.keys_file}): refusing to listen on {host}; "
-            "bind to 127.0.0.1 or create keys with `corpus keys create`"
-        )
-    return "no API keys configured: serving on loopback only, every namespace readable by the local user"
 
 
 def create_default_app() -> Any:
@@ -67,11 +40,14 @@ def serve(
     request). The per-request access log is off by default: it costs ~1 ms on the event loop."""
     import uvicorn
 
-    notice = check_binding(settings, host)
+    notice = check_binding(settings.keys_file, settings.open_access, host)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     log.info(notice)
     log.info("starting %d server process(es) on %s:%d", workers, host, port)
+    # Worker processes read their settings from the environment: the ones checked above.
     os.environ["CORPUS_HOME"] = str(settings.home)
+    os.environ["CORPUS_API_KEYS_FILE"] = str(settings.keys_file)
+    os.environ["CORPUS_OPEN_ACCESS"] = "true" if settings.open_access else "false"
     uvicorn.run(
         "query_service.server:create_default_app",
         factory=True,
@@ -84,18 +60,20 @@ def serve(
 
 
 def serve_stdio(settings: ServiceSettings, api_key: str | None) -> None:
-    """MCP over stdio for a local agent; with keys configured, CORPUS_API_KEY picks the principal."""
+    """MCP over stdio for a local agent as CORPUS_API_KEY's principal, resolved again on every
+    call (a revoked key stops working); refused at start when the key gives no access."""
     from query_service.mcp_server import build_mcp
     from query_service.service import QueryService
 
     service = QueryService(settings)
-    principal: Principal | None = service.keys.principal_for(api_key)
-    if principal is None:
+    try:
+        service.keys.principal(api_key, "corpus mcp")
+    except AccessDenied as exc:
         raise UnsafeBinding(
-            "API keys are configured: set CORPUS_API_KEY to a valid key for `corpus mcp`"
-        )
+            f"corpus mcp: {exc.detail} (the key comes from CORPUS_API_KEY)"
+        ) from None
     service.start()
     try:
-        build_mcp(service, fixed_principal=principal).run("stdio")
+        build_mcp(service, stdio=True, api_key=api_key).run("stdio")
     finally:
         service.stop()

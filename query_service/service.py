@@ -9,12 +9,16 @@ service's bounded worker pool.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 
+from corpus_pipeline.access import KeyResolver, may_read
 from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.api import (
+    CacheStats,
     DocumentDetail,
     DocumentList,
     FilterValues,
+    NamespaceCache,
     NamespaceInfo,
     Namespaces,
     Neighbors,
@@ -22,11 +26,11 @@ from corpus_pipeline.contracts.api import (
     ReadRequest,
     ReadResponse,
 )
-from corpus_pipeline.contracts.keys import KeyRing, Principal
+from corpus_pipeline.contracts.keys import Principal
 from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
 from query_service import store
 from query_service.agentic import agentic_search
-from query_service.cache import AnswerCache, CacheKey
+from query_service.cache import AnswerCache, CacheCounts, CacheKey
 from query_service.classic import classic_search
 from query_service.config import ServiceSettings
 from query_service.planner import make_navigator, make_planner
@@ -39,7 +43,9 @@ from query_service.stats import AccessStats
 class QueryService:
     def __init__(self, settings: ServiceSettings, snapshots: SnapshotManager | None = None) -> None:
         self.settings = settings
-        self.keys = KeyRing.load(settings.keys_file)
+        self.keys = KeyResolver(
+            settings.keys_file, open_access=settings.open_access, home=settings.home
+        )
         self.snapshots = snapshots or SnapshotManager(
             settings.published_dir, settings.reload_seconds, remote=remote_revisions(settings)
         )
@@ -64,7 +70,7 @@ class QueryService:
 
     def revision(self, principal: Principal, namespace: str) -> Revision:
         """The served revision, or NamespaceNotFound — also when the principal may not read it."""
-        if not principal.may_read(namespace):
+        if not may_read(principal, namespace):  # logged as a denial
             raise NamespaceNotFound(namespace)
         return self.snapshots.current(namespace)
 
@@ -151,6 +157,18 @@ class QueryService:
 
     def filter_values(self, principal: Principal, namespace: str) -> FilterValues:
         return store.filter_values(self.revision(principal, namespace))
+
+    def cache_stats(self, principal: Principal) -> CacheStats:
+        """This process's answer cache, counted only for the namespaces the principal reads."""
+        counts = self.cache.counts()
+        names = sorted(n for n in set(counts) | set(self.snapshots.all()) if principal.may_read(n))
+        return CacheStats(
+            namespaces=[
+                NamespaceCache(namespace=n, **asdict(counts.get(n, CacheCounts()))) for n in names
+            ],
+            max_entries=self.cache.max_entries,
+            max_bytes=self.cache.max_bytes,
+        )
 
     def namespaces(self, principal: Principal) -> Namespaces:
         return Namespaces(

@@ -179,21 +179,29 @@ class FilterValues(_Model):
     )
 
 
-class CacheStats(_Model):
-    """The answer cache of the server process that answered (each process has its own)."""
+class NamespaceCache(_Model):
+    """One namespace's share of the answer cache."""
 
-    entries: int
-    bytes: int
-    hits: int
-    misses: int
+    namespace: str
+    entries: int = 0
+    bytes: int = 0
+    hits: int = 0
+    misses: int = 0
+
+
+class CacheStats(_Model):
+    """The answer cache of the server process that answered (each process has its own), for
+    the namespaces the key may read only."""
+
+    namespaces: list[NamespaceCache]
     max_entries: int
     max_bytes: int
-    process_id: int = Field(description="The server process these counters belong to.")
 
 
 class Health(_Model):
+    """Ok or not, nothing else: anyone may ask."""
+
     status: Literal["ok", "loading"]
-    revisions: dict[str, int] = Field(default_factory=dict)
 
 
 class ErrorBody(_Model):

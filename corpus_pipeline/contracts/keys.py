@@ -1,11 +1,13 @@
 """API keys: the key file both services read, and the principal a key stands for.
 
 The query service (reads) and the pipeline's upload API (writes) share one key file
-(`CORPUS_KEYS_FILE`): `{"keys": [{"key_sha256": "...", "principal": "...", "namespaces":
-["default"], "write_namespaces": ["default"]}]}`; `"key"` in clear is accepted instead of its
-hash, `"*"` means every namespace, and `write_namespaces` (default none: read-only) is what the
-upload API lets the key change. Only hashes are compared and kept in memory. With no key
-configured a service serves a single local principal and must bind to loopback only.
+(`CORPUS_API_KEYS_FILE`, default `$CORPUS_HOME/service/api_keys.json`): `{"keys":
+[{"key_sha256": "...", "principal": "...", "namespaces": ["default"], "write_namespaces":
+["default"], "created_at": "..."}]}`; `"key"` in clear is accepted instead of its hash (and
+replaced by it the next time `corpus keys` writes the file), `"*"` means every namespace, and
+`write_namespaces` (default none: read-only) is what the upload API lets the key change. Only
+hashes are compared and kept in memory. Resolving a request's key at run time, and managing
+the file, is `corpus_pipeline.access`.
 """
 
 from __future__ import annotations
@@ -13,12 +15,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import secrets
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-ANONYMOUS = "local"
 
 
 class KeyEntry(BaseModel):
@@ -27,10 +27,11 @@ class KeyEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     key: str | None = Field(default=None, min_length=1, repr=False)
-    key_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    principal: str = Field(min_length=1)
+    key_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$", repr=False)
+    principal: str = Field(min_length=1, description="Who the key stands for; its name.")
     namespaces: list[str] = Field(default_factory=list)
     write_namespaces: list[str] = Field(default_factory=list)
+    created_at: datetime | None = None
 
     @model_validator(mode="after")
     def _one_key(self) -> KeyEntry:
@@ -69,8 +70,23 @@ class Principal(BaseModel):
         return self.may_read(namespace) and ("*" in self.writes or namespace in self.writes)
 
 
+def parse_key_file(text: str, name: str) -> KeyFile:
+    """The key file's contents (blank text: no keys); `KeyFileError` names the file (`name`)
+    and the first problem, never a key."""
+    if not text.strip():
+        return KeyFile()
+    try:
+        return KeyFile.model_validate(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise KeyFileError(f"key file {name}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "file"
+        raise KeyFileError(f"key file {name}: {field}: {error['msg']}") from None
+
+
 class KeyRing:
-    """The principals of a key file, by key hash."""
+    """The principals of one reading of a key file, by key hash."""
 
     def __init__(self, entries: dict[str, Principal]) -> None:
         self._by_hash = entries
@@ -79,21 +95,11 @@ class KeyRing:
     def enabled(self) -> bool:
         return bool(self._by_hash)
 
+    def __len__(self) -> int:
+        return len(self._by_hash)
+
     @classmethod
-    def load(cls, path: Path) -> KeyRing:
-        """The key file's principals (none when it does not exist); `KeyFileError` names the
-        file and the first problem when it is not valid JSON or not a key file."""
-        if not path.is_file():
-            return cls({})
-        try:
-            parsed = KeyFile.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        except json.JSONDecodeError as exc:
-            message = f"key file {path.name}: not JSON ({exc.msg}, line {exc.lineno})"
-            raise KeyFileError(message) from None
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            field = ".".join(str(part) for part in error["loc"]) or "file"
-            raise KeyFileError(f"key file {path.name}: {field}: {error['msg']}") from None
+    def parse(cls, text: str, name: str) -> KeyRing:
         return cls(
             {
                 entry.digest: Principal(
@@ -101,13 +107,20 @@ class KeyRing:
                     namespaces=frozenset(entry.namespaces),
                     writes=frozenset(entry.write_namespaces),
                 )
-                for entry in parsed.keys
+                for entry in parse_key_file(text, name).keys
             }
         )
 
+    @classmethod
+    def load(cls, path: Path) -> KeyRing:
+        """The key file's principals (none when it does not exist or is blank)."""
+        if not path.is_file():
+            return cls({})
+        return cls.parse(path.read_text(encoding="utf-8"), path.name)
+
     def principal_for(self, api_key: str | None) -> Principal | None:
-        if not self.enabled:
-            return Principal(name=ANONYMOUS, namespaces=frozenset({"*"}), writes=frozenset({"*"}))
+        """The key's principal; None for no key or an unknown one (never a default principal:
+        what a service does without keys is decided by `access.KeyResolver`)."""
         if not api_key:
             return None
         digest = hash_key(api_key)
@@ -126,19 +139,3 @@ def api_key_from(authorization: str | None, x_api_key: str | None) -> str | None
 
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
-
-
-def create_local_key(
-    path: Path, principal: str = "local-dev", namespaces: tuple[str, ...] = ("*",)
-) -> str | None:
-    """Create a key file with one fresh key (returned once, stored only as a hash);
-    None when the file already exists."""
-    if path.exists():
-        return None
-    key = "ck_" + secrets.token_urlsafe(24)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    entry = KeyEntry(key_sha256=hash_key(key), principal=principal, namespaces=list(namespaces))
-    payload = KeyFile(keys=[entry]).model_dump(mode="json", exclude_none=True)
-    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    path.chmod(0o600)
-    return key

@@ -463,6 +463,7 @@ def run_document(
     yield dg.MaterializeResult(asset_key="parsed_document", metadata=metadata)
     with user_errors("chunks"):
         chunks, metadata = _chunks(document_id, parsed, profile, settings)
+        pipeline.require_text(source.record.source_file_name, profile, parsed, chunks)
     yield dg.MaterializeResult(asset_key="document_chunks", metadata=metadata)
     with user_errors("chunks"):
         checked = check_chunks(chunks)

@@ -4,11 +4,20 @@
 over stale partitions after a parser change); `publish_revision` publishes them. Their
 `corpus/stage` tags meet the run queue's limits in dagster.yaml: document runs may take at most
 `DOCUMENT_RUN_LIMIT` of the queue's slots, so a large backfill never starves publishing.
+`collect_garbage` removes stored bytes and per-document folders no registry record references
+(`corpus gc`; `gc_schedule` in `sensors.py` runs it daily).
 """
 
 import dagster as dg
 
 from corpus_pipeline.defs.documents import GROUP
+from corpus_pipeline.defs.resources import (
+    CorpusRootResource,
+    ModelSettingsResource,
+    ObjectStoreResource,
+    resolve_settings,
+)
+from corpus_pipeline.gc import collect_garbage as collect
 from corpus_pipeline.settings import load_settings
 
 STAGE_TAG = "corpus/stage"
@@ -44,3 +53,35 @@ embed_documents = dg.define_asset_job(
     tags={STAGE_TAG: "embedding"},
     description="Embed the selected document partitions into the configured vector space.",
 )
+
+
+@dg.op(
+    description="Remove stored bytes and per-document folders that no registry record references "
+    "and that are older than an hour; published revisions are never touched."
+)
+def remove_unreferenced(
+    context: dg.OpExecutionContext,
+    corpus: CorpusRootResource,
+    object_store: ObjectStoreResource,
+    models: ModelSettingsResource,
+) -> dg.Output[None]:
+    report = collect(resolve_settings(corpus, object_store, models))
+    for item in report.removed:
+        context.log.info(f"removed {item.kind} {item.location} ({item.size_bytes:,} bytes)")
+    context.log.info(report.summary())
+    return dg.Output(
+        None,
+        metadata={
+            "removed": len(report.removed),
+            "removed_bytes": report.removed_bytes,
+            "kept_young": len(report.kept_young),
+            "removed_items": dg.MetadataValue.text(
+                "\n".join(f"{g.kind} {g.location}" for g in report.removed) or "none"
+            ),
+        },
+    )
+
+
+@dg.job(tags={STAGE_TAG: "maintenance"}, description="What `corpus gc` does, from the UI.")
+def collect_garbage() -> None:
+    remove_unreferenced()

@@ -1,11 +1,16 @@
-"""One dynamic partition per document; keys are document ids (slug + hash, no '/' or ',')."""
+"""One dynamic partition per document (keys are document ids: slug + hash, no '/' or ','), and
+one per namespace for its published revision (keys are namespace names)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import dagster as dg
 
 DOCUMENTS_PARTITION = "documents"
 documents_partitions = dg.DynamicPartitionsDefinition(name=DOCUMENTS_PARTITION)
+NAMESPACES_PARTITION = "namespaces"
+namespaces_partitions = dg.DynamicPartitionsDefinition(name=NAMESPACES_PARTITION)
 
 # Documents one run may take (a contiguous range of partitions). A run costs ~10 s before its
 # first document (process start, definitions, the parse forkserver) against well under a second
@@ -39,3 +44,16 @@ def partition_ranges(
             start = index
         previous = index
     return ranges
+
+
+def add_partitions(
+    instance: dg.DagsterInstance,
+    documents: Sequence[str] = (),
+    namespaces: Sequence[str] = (),
+) -> None:
+    """Register document and namespace partitions the instance does not know yet (a namespace's
+    partition exists from its first document on, so the UI lists its revision)."""
+    for name, keys in ((DOCUMENTS_PARTITION, documents), (NAMESPACES_PARTITION, namespaces)):
+        new = [k for k in dict.fromkeys(keys) if not instance.has_dynamic_partition(name, k)]
+        if new:
+            instance.add_dynamic_partitions(name, new)

@@ -5,9 +5,11 @@ sync from content hashes (`sync.plan_sync`, mode `CORPUS_INBOX_MODE`), admits an
 changed files (`door.admit`, then the registry) and requests `reprocess_documents` runs over
 contiguous ranges of their partitions (up to `DOCUMENTS_PER_RUN` documents each); a file that vanished from a complete listing is forgotten and the namespace
 republished. Each tick's counts (ingested, updated, skipped, failed, removed) are its log line and,
-when nothing is to do, its skip reason in the UI. `publish_sensor` requests one
-`publish_revision` run when document runs have finished since the last publish and none is
-queued or running, so a backfill of many partitions publishes once, at its end.
+when nothing is to do, its skip reason in the UI. `publish_sensor` requests a
+`publish_revision` run per namespace whose documents were materialised (by any run) after its
+last revision, once no run writing documents is queued or running, so a backfill of many
+partitions publishes once, at its end. `gc_schedule`
+runs `collect_garbage` (what `corpus gc` does) once a day.
 """
 
 from __future__ import annotations
@@ -27,13 +29,16 @@ from dagster._core.storage.tags import (  # the tags Dagster's own range backfil
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.defs.jobs import (
     STAGE_TAG,
+    collect_garbage,
     embed_documents,
     publish_revision,
     reprocess_documents,
 )
 from corpus_pipeline.defs.partitions import (
     DOCUMENTS_PARTITION,
+    NAMESPACES_PARTITION,
     documents_partitions,
+    namespaces_partitions,
     partition_ranges,
 )
 from corpus_pipeline.defs.resources import (
@@ -145,6 +150,7 @@ class _Tick:
     label: str
     plan: SyncPlan
     complete: bool
+    namespace: str = "default"
     requests: list[dg.RunRequest] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)  # document id → content sha256
@@ -163,6 +169,8 @@ class _Tick:
     def result(self, cursor: str) -> dg.SensorResult:
         counts = self.counts()
         adds = [documents_partitions.build_add_request(self.added)] if self.added else []
+        if self.added:  # the namespace's revision is listed from its first document on
+            adds.append(namespaces_partitions.build_add_request([self.namespace]))
         return dg.SensorResult(
             run_requests=self.requests,
             dynamic_partitions_requests=adds,
@@ -184,7 +192,7 @@ def _apply(
     removed ones (and request a publish without them)."""
     registry = registry_for(settings)
     ns = settings.namespace
-    tick = _Tick(label, plan, complete)
+    tick = _Tick(label, plan, complete, ns)
     for address in plan.new + plan.updated:
         try:
             data = fetch(address)
@@ -209,7 +217,7 @@ def _apply(
         tick.removed += 1
     if tick.removed:
         key = f"{label}-removal:{','.join(sorted(plan.removed))}"
-        tick.requests.append(_publish_request([ns], key))
+        tick.requests.extend(_publish_requests([ns], key))
     context.log.info(tick.counts())
     return tick
 
@@ -245,51 +253,133 @@ def _documents_request(
     )
 
 
-def _publish_request(namespaces: list[str], run_key: str) -> dg.RunRequest:
-    return dg.RunRequest(
-        run_key=run_key,
-        job_name=publish_revision.name,
-        run_config={"ops": {"corpus_revision": {"config": {"namespaces": namespaces}}}},
-        tags={"corpus/trigger": "sensor", STAGE_TAG: "publish"},
+def _publish_requests(namespaces: list[str], run_key: str) -> list[dg.RunRequest]:
+    """One `publish_revision` run per namespace, on its partition."""
+    return [
+        dg.RunRequest(
+            run_key=f"{run_key}:{namespace}",
+            job_name=publish_revision.name,
+            partition_key=namespace,
+            tags={"corpus/trigger": "sensor", STAGE_TAG: "publish"},
+        )
+        for namespace in namespaces
+    ]
+
+
+# What a revision is published from: the committed documents and their vectors. Whatever
+# materialised them (a sensor's run, a UI backfill over the asset graph or of the job,
+# "Materialize" on one partition, the CLI, the upload API) is seen by its materialisations, not
+# by run tags the UI cannot set.
+PUBLISHED_FROM = (dg.AssetKey("document_manifest"), dg.AssetKey("document_embeddings"))
+_PAGE = 1000
+
+
+def _writes_published_inputs(run: dg.DagsterRun) -> bool:
+    """Whether an active run may still materialise what a revision is published from."""
+    if run.job_name in (reprocess_documents.name, embed_documents.name):
+        return True
+    selection = run.asset_selection or frozenset()
+    if run.job_name.startswith("__ASSET_JOB") and not selection:
+        return True  # an asset job whose selection is not recorded: assume it may
+    return any(key.path[0] in _DOCUMENT_ASSETS for key in selection)
+
+
+def _document_asset_names() -> frozenset[str]:
+    from corpus_pipeline.defs.documents import _asset_specs
+    from corpus_pipeline.defs.embeddings import ASSET
+
+    return frozenset({spec.key.path[0] for spec in _asset_specs()} | {ASSET})
+
+
+_DOCUMENT_ASSETS = _document_asset_names()
+
+
+def _materialised_since(
+    instance: dg.DagsterInstance,
+    cursor_value: str | None,
+    keys: tuple[dg.AssetKey, ...] = PUBLISHED_FROM,
+) -> tuple[dict[str, int], str | None]:
+    """Document partition → storage id of its newest materialisation of `keys` since the
+    storage id the cursor holds (a cursor of an older form counts as none); and the cursor
+    after them."""
+    after = int(cursor_value) if cursor_value and cursor_value.isdigit() else None
+    newest: dict[str, int] = {}
+    last = after
+    for key in keys:
+        cursor = None
+        while True:
+            page = instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=key, after_storage_id=after),
+                limit=_PAGE,
+                cursor=cursor,
+                ascending=True,
+            )
+            for record in page.records:
+                if record.partition_key:
+                    newest[record.partition_key] = record.storage_id
+                last = max(last or 0, record.storage_id)
+            if not page.has_more:
+                break
+            cursor = page.cursor
+    return newest, (str(last) if last is not None else cursor_value)
+
+
+def _published_at(instance: dg.DagsterInstance, namespace: str) -> int:
+    """Storage id of the newest materialisation of the namespace's revision (0: never)."""
+    page = instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("corpus_revision"), asset_partitions=[namespace]
+        ),
+        limit=1,
+        ascending=False,
     )
-
-
-def _finished_since(
-    instance: dg.DagsterInstance, stages: list[str], cursor: str | None
-) -> list[dg.DagsterRun]:
-    """Successful runs of the stages since the run the cursor names, newest first."""
-    done = dg.RunsFilter(tags={STAGE_TAG: stages}, statuses=[dg.DagsterRunStatus.SUCCESS])
-    new = []
-    for run in instance.get_runs(done, limit=500):  # newest first
-        if run.run_id == cursor:
-            break
-        new.append(run)
-    return new
-
-
-# Runs whose results a publish takes into the revision: documents, and their vectors.
-_PUBLISHED_STAGES = ["document", "embedding"]
+    return page.records[0].storage_id if page.records else 0
 
 
 @dg.sensor(
     job=publish_revision,
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Publishes once document (or embedding) runs have finished and none is queued "
-    "or running.",
+    description="Publishes the revision of every namespace whose documents (or vectors) were "
+    "materialised after its last publish, whatever started the run, once no document run is "
+    "queued or running.",
 )
-def publish_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+def publish_sensor(
+    context: dg.SensorEvaluationContext,
+    corpus: CorpusRootResource,
+    object_store: ObjectStoreResource,
+    models: ModelSettingsResource,
+) -> dg.SensorResult:
     instance = context.instance
-    stages = dg.RunsFilter(tags={STAGE_TAG: _PUBLISHED_STAGES}, statuses=_ACTIVE)
-    if instance.get_runs_count(stages):
+    active = instance.get_runs(dg.RunsFilter(statuses=_ACTIVE), limit=500)
+    if any(_writes_published_inputs(run) for run in active):
         return dg.SensorResult(skip_reason="document runs still queued or running")
-    new = _finished_since(instance, _PUBLISHED_STAGES, context.cursor)
-    if not new:
-        return dg.SensorResult(skip_reason="no document run finished since the last publish")
-    namespaces = sorted({run.tags.get("corpus/namespace", "default") for run in new})
+    newest, cursor = _materialised_since(instance, context.cursor)
+    if not newest:
+        return dg.SensorResult(skip_reason="no document materialised since the last publish")
+    # The namespace belongs to the document (its registry record), not to the run's tags.
+    registry = registry_for(resolve_settings(corpus, object_store, models))
+    touched: dict[str, int] = {}
+    for document_id, storage_id in newest.items():
+        try:
+            namespace = registry.get(document_id).namespace
+        except CorpusError:
+            continue  # forgotten since: its removal publishes on its own
+        touched[namespace] = max(touched.get(namespace, 0), storage_id)
+    # A namespace the CLI or the upload API published after its documents is not published again.
+    stale = sorted(
+        ns for ns, storage_id in touched.items() if _published_at(instance, ns) < storage_id
+    )
+    if not stale:
+        return dg.SensorResult(skip_reason="every namespace already published", cursor=cursor)
     return dg.SensorResult(
-        run_requests=[_publish_request(namespaces, f"publish-after:{new[0].run_id}")],
-        cursor=new[0].run_id,
+        run_requests=_publish_requests(stale, f"publish-after:{cursor}"),
+        dynamic_partitions_requests=[
+            namespaces_partitions.build_add_request(
+                [ns for ns in stale if not instance.has_dynamic_partition(NAMESPACES_PARTITION, ns)]
+            )
+        ],
+        cursor=cursor,
     )
 
 
@@ -297,8 +387,8 @@ def publish_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     job=embed_documents,
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="With the dense channel on (CORPUS_DENSE), embeds the documents of every "
-    "finished document run, over the same partitions; publishing then adds their vectors.",
+    description="With the dense channel on (CORPUS_DENSE), embeds every document materialised "
+    "since the last tick (whatever ran it), in range runs; publishing then adds their vectors.",
 )
 def embeddings_sensor(
     context: dg.SensorEvaluationContext,
@@ -307,29 +397,55 @@ def embeddings_sensor(
     models: ModelSettingsResource,
 ) -> dg.SensorResult:
     settings = resolve_settings(corpus, object_store, models)
-    new = _finished_since(context.instance, ["document"], context.cursor)
-    if not new:
-        return dg.SensorResult(skip_reason="no document run finished since the last tick")
-    cursor = new[0].run_id
+    newest, cursor = _materialised_since(
+        context.instance, context.cursor, (dg.AssetKey("document_manifest"),)
+    )
+    if not newest:
+        return dg.SensorResult(skip_reason="no document materialised since the last tick")
     if settings.dense == "off":
         return dg.SensorResult(skip_reason="the dense channel is off (CORPUS_DENSE)", cursor=cursor)
-    requests = [_embed_request(run) for run in reversed(new)]
+    # Documents embedded after they were materialised (`corpus ingest` embeds its own) are done.
+    embedded, _ = _materialised_since(
+        context.instance, context.cursor, (dg.AssetKey("document_embeddings"),)
+    )
+    order = list(context.instance.get_dynamic_partitions(DOCUMENTS_PARTITION))
+    present = set(order)
+    known = [
+        key
+        for key, storage_id in newest.items()
+        if key in present and embedded.get(key, 0) < storage_id
+    ]
+    requests = [
+        _embed_request(order, first, last, count, cursor or "")
+        for first, last, count in partition_ranges(order, known)
+    ]
     return dg.SensorResult(run_requests=requests, cursor=cursor)
 
 
-def _embed_request(run: dg.DagsterRun) -> dg.RunRequest:
-    """The embedding run over the partitions a document run materialised."""
-    tags = {
-        "corpus/namespace": run.tags.get("corpus/namespace", "default"),
-        "corpus/trigger": "embeddings_sensor",
-        STAGE_TAG: "embedding",
-    }
-    for key in (ASSET_PARTITION_RANGE_START_TAG, ASSET_PARTITION_RANGE_END_TAG):
-        if key in run.tags:
-            tags[key] = run.tags[key]
+def _embed_request(
+    order: list[str], first: str, last: str, count: int, cursor: str
+) -> dg.RunRequest:
+    """The embedding run over a range of newly materialised document partitions."""
+    tags = {"corpus/trigger": "embeddings_sensor", STAGE_TAG: "embedding"}
+    if count == 1:
+        return dg.RunRequest(
+            run_key=f"embed:{cursor}:{first}",
+            job_name=embed_documents.name,
+            partition_key=first,
+            tags=tags,
+        )
     return dg.RunRequest(
-        run_key=f"embed-after:{run.run_id}",
+        run_key=f"embed:{cursor}:{first}..{last}",
         job_name=embed_documents.name,
-        partition_key=run.tags.get("dagster/partition"),
-        tags=tags,
+        tags={**tags, ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last},
     )
+
+
+gc_schedule = dg.ScheduleDefinition(
+    name="gc_schedule",
+    job=collect_garbage,
+    cron_schedule="30 3 * * *",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Daily at 03:30: removes stored bytes and per-document folders that no registry "
+    "record references (older than an hour; published revisions untouched), as `corpus gc`.",
+)

@@ -1,0 +1,223 @@
+"""The upload API under upload load: `/readyz` latency while large uploads are read and checked,
+and the server's memory before, at its peak and after.
+
+    python -m benchmarks.upload_door [--uploads 10] [--mb 25]
+
+1. Generates `--uploads` PDFs of about `--mb` MB each (pages of random-noise images: what a
+   scanned report weighs) under a temporary folder.
+2. Starts `corpus ingest-api` as its own process on a free loopback port, with a fresh home,
+   one writer key and `CORPUS_MAX_UPLOADS_PER_KEY` high enough for all uploads at once.
+3. Measures `GET /readyz` alone (idle, 200 requests), then sends every upload at once, each
+   from its own thread, while one more thread asks `/readyz` every 10 ms; the server's RSS
+   (VmRSS of the API process, its job workers aside) is sampled every 100 ms, from after one
+   small warm-up upload (first-use imports are start-up, not load).
+4. Writes benchmarks/results/upload_door.json: readyz p50/p99/max idle and under load side by
+   side, their ratio, the upload statuses and wall time, RSS at start, peak and 10 s after the
+   last upload answered. Target: readyz under load p99 ≤ 50 ms; RSS after ≤ start + 10 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pymupdf
+
+from corpus_pipeline.contracts.keys import hash_key
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results"
+KEY = "bench-writer"
+_mupdf: Any = pymupdf  # only partly annotated
+
+
+def make_pdf(path: Path, megabytes: int, seed: int) -> None:
+    """A PDF of noise images (incompressible) of about `megabytes` MB, with a text line per
+    page so the door sees a document."""
+    rng = random.Random(seed)
+    doc = _mupdf.open()
+    side = 600
+    pages = max(1, megabytes * 1024 * 1024 // (side * side * 3))  # noise does not compress
+    for number in range(pages):
+        page = doc.new_page()
+        page.insert_text((72, 72), f"Page {number + 1} of scanned report {seed}")
+        noise = _mupdf.Pixmap(_mupdf.csRGB, side, side, rng.randbytes(side * side * 3), False)
+        page.insert_image(_mupdf.Rect(72, 100, 540, 568), pixmap=noise)
+    doc.save(path)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "p50_ms": round(statistics.median(values), 2),
+        "p99_ms": percentile(values, 0.99),
+        "max_ms": round(max(values), 2),
+    }
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def readyz(client: httpx.Client) -> float:
+    started = time.perf_counter()
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.text
+    return (time.perf_counter() - started) * 1000
+
+
+def run(uploads: int, megabytes: int) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="upload-door-"))
+    files = []
+    for n in range(uploads):
+        path = work / f"scan-{n}.pdf"
+        make_pdf(path, megabytes, n)
+        files.append(path)
+    home = work / "home"
+    keys = home / "service" / "api_keys.json"
+    keys.parent.mkdir(parents=True)
+    entry = {"key_sha256": hash_key(KEY), "principal": "bench", "namespaces": ["*"]}
+    keys.write_text(json.dumps({"keys": [{**entry, "write_namespaces": ["*"]}]}))
+    port = free_port()
+    env = {
+        **os.environ,
+        "CORPUS_HOME": str(home),
+        "CORPUS_MAX_UPLOADS_PER_KEY": str(uploads),
+        "CORPUS_MAX_UPLOAD_MB": str(megabytes * 2),
+        "CORPUS_MAX_REQUEST_MB": str(megabytes * 2),
+    }
+    log = (work / "server.log").open("wb")
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("corpus")), "ingest-api", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(base_url=base, timeout=600) as client:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if client.get("/readyz").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert server.poll() is None, "the server exited"
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+            # One small upload first: what the first upload imports and opens (door processes,
+            # the object store, the job workers) is start-up, not load.
+            warm = client.post(
+                "/v1/documents",
+                files={"files": ("warm-up.md", b"# Warm-up\n\nOne line.\n")},
+                headers={"Authorization": f"Bearer {KEY}"},
+            )
+            assert warm.status_code == 202, warm.text
+            time.sleep(5)
+            rss_start = rss_mb(server.pid)
+            idle = [readyz(client) for _ in range(200)]
+            statuses: list[int] = []
+            loaded: list[float] = []
+            rss: list[float] = []
+            done = threading.Event()
+
+            def send(path: Path) -> None:
+                with httpx.Client(base_url=base, timeout=600) as own:
+                    response = own.post(
+                        "/v1/documents",
+                        files={"files": (path.name, path.read_bytes())},
+                        headers={"Authorization": f"Bearer {KEY}"},
+                    )
+                    statuses.append(response.status_code)
+
+            def poll() -> None:
+                with httpx.Client(base_url=base, timeout=60) as own:
+                    while not done.is_set():
+                        loaded.append(readyz(own))
+                        time.sleep(0.01)
+
+            def sample() -> None:
+                while not done.is_set():
+                    rss.append(rss_mb(server.pid))
+                    time.sleep(0.1)
+
+            watchers = [threading.Thread(target=poll), threading.Thread(target=sample)]
+            for thread in watchers:
+                thread.start()
+            started = time.perf_counter()
+            senders = [threading.Thread(target=send, args=(p,)) for p in files]
+            for thread in senders:
+                thread.start()
+            for thread in senders:
+                thread.join()
+            wall = time.perf_counter() - started
+            done.set()
+            for thread in watchers:
+                thread.join()
+            time.sleep(10)
+            rss_after = rss_mb(server.pid)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+    under_load = summary(loaded)
+    idle_summary = summary(idle)
+    return {
+        "uploads": uploads,
+        "upload_mb": round(sum(p.stat().st_size for p in files) / uploads / 1024 / 1024, 1),
+        "statuses": sorted(statuses),
+        "upload_wall_s": round(wall, 2),
+        "readyz_idle": idle_summary,
+        "readyz_under_load": under_load,
+        "readyz_p99_ratio": round(under_load["p99_ms"] / idle_summary["p99_ms"], 1),
+        "target_readyz_p99_ms": 50,
+        "rss_mb": {"start": rss_start, "peak": max(rss, default=0.0), "after": rss_after},
+        "rss_after_over_start": round(rss_after / rss_start, 3) if rss_start else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--uploads", type=int, default=10)
+    parser.add_argument("--mb", type=int, default=25)
+    args = parser.parse_args(argv)
+    result = run(args.uploads, args.mb)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "upload_door.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
