@@ -95,6 +95,7 @@ bench: setup
 	$(BIN)/python -m benchmarks.pdf_quality
 	$(BIN)/python -m benchmarks.http_latency
 	$(BIN)/python -m benchmarks.upload_door
+	$(BIN)/python -m benchmarks.soak
 	$(BIN)/python -m benchmarks.agentic_quality
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS)
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS) --executor multiprocess

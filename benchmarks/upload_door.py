@@ -8,7 +8,8 @@ and the server's memory before, at its peak and after.
 2. Starts `corpus ingest-api` as its own process on a free loopback port, with a fresh home,
    one writer key and `CORPUS_MAX_UPLOADS_PER_KEY` high enough for all uploads at once.
 3. Measures `GET /readyz` alone (idle, 200 requests), then sends every upload at once, each
-   from its own thread, while one more thread asks `/readyz` every 10 ms; the server's RSS
+   from its own thread, while a process of its own asks `/readyz` and `/healthz` every 5 ms
+   (in this process it would time its own wait for the GIL behind the senders); the server's RSS
    (VmRSS of the API process, its job workers aside) is sampled every 100 ms, from after one
    small warm-up upload (first-use imports are start-up, not load).
 4. Writes benchmarks/results/upload_door.json: readyz p50/p99/max idle and under load side by
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import random
 import statistics
@@ -34,6 +36,8 @@ from typing import Any
 import httpx
 import pymupdf
 
+from benchmarks.http_latency import free_port
+from benchmarks.soak import rss_mb
 from corpus_pipeline.contracts.keys import hash_key
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,6 +61,21 @@ def make_pdf(path: Path, megabytes: int, seed: int) -> None:
     doc.save(path)
 
 
+def poll(base: str, stop: Any, results: Any) -> None:
+    """`/readyz` and `/healthz` (the event loop alone, no job store) every 5 ms until `stop`;
+    their latencies in ms go back through `results`."""
+    loaded: list[float] = []
+    alive: list[float] = []
+    with httpx.Client(base_url=base, timeout=60) as client:
+        readyz(client)
+        results.send("ready")
+        while not stop.is_set():
+            loaded.append(readyz(client))
+            alive.append(readyz(client, "/healthz"))
+            time.sleep(0.005)
+    results.send((loaded, alive))
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
@@ -71,25 +90,9 @@ def summary(values: list[float]) -> dict[str, float]:
     }
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def readyz(client: httpx.Client) -> float:
+def readyz(client: httpx.Client, path: str = "/readyz") -> float:
     started = time.perf_counter()
-    response = client.get("/readyz")
+    response = client.get(path)
     assert response.status_code == 200, response.text
     return (time.perf_counter() - started) * 1000
 
@@ -143,10 +146,9 @@ def run(uploads: int, megabytes: int) -> dict[str, Any]:
             )
             assert warm.status_code == 202, warm.text
             time.sleep(5)
-            rss_start = rss_mb(server.pid)
+            rss_start = rss_mb([server.pid])
             idle = [readyz(client) for _ in range(200)]
             statuses: list[int] = []
-            loaded: list[float] = []
             rss: list[float] = []
             done = threading.Event()
 
@@ -159,18 +161,20 @@ def run(uploads: int, megabytes: int) -> dict[str, Any]:
                     )
                     statuses.append(response.status_code)
 
-            def poll() -> None:
-                with httpx.Client(base_url=base, timeout=60) as own:
-                    while not done.is_set():
-                        loaded.append(readyz(own))
-                        time.sleep(0.01)
-
             def sample() -> None:
                 while not done.is_set():
-                    rss.append(rss_mb(server.pid))
+                    rss.append(rss_mb([server.pid]))
                     time.sleep(0.1)
 
-            watchers = [threading.Thread(target=poll), threading.Thread(target=sample)]
+            # The poller is a process of its own: in this one it would wait for the GIL behind
+            # the ten senders encoding their bodies, and time them, not the server.
+            context = multiprocessing.get_context("spawn")
+            stop_polling = context.Event()
+            receiver, sender = context.Pipe(duplex=False)
+            poller = context.Process(target=poll, args=(base, stop_polling, sender))
+            poller.start()
+            assert receiver.recv() == "ready"
+            watchers = [threading.Thread(target=sample)]
             for thread in watchers:
                 thread.start()
             started = time.perf_counter()
@@ -181,10 +185,13 @@ def run(uploads: int, megabytes: int) -> dict[str, Any]:
                 thread.join()
             wall = time.perf_counter() - started
             done.set()
+            stop_polling.set()
+            loaded, alive = receiver.recv()
+            poller.join()
             for thread in watchers:
                 thread.join()
             time.sleep(10)
-            rss_after = rss_mb(server.pid)
+            rss_after = rss_mb([server.pid])
     finally:
         server.terminate()
         try:
@@ -202,6 +209,7 @@ def run(uploads: int, megabytes: int) -> dict[str, Any]:
         "readyz_idle": idle_summary,
         "readyz_under_load": under_load,
         "readyz_p99_ratio": round(under_load["p99_ms"] / idle_summary["p99_ms"], 1),
+        "healthz_under_load": summary(alive),
         "target_readyz_p99_ms": 50,
         "rss_mb": {"start": rss_start, "peak": max(rss, default=0.0), "after": rss_after},
         "rss_after_over_start": round(rss_after / rss_start, 3) if rss_start else None,

@@ -323,8 +323,47 @@ class _Runner:
         outcome.skipped = _skipped_parts(directory)
 
 
+# The process a run executes in (`processes.identity`): a run whose process died is failed and
+# its concurrency slot freed (`fail_orphaned_runs`), never left holding the publish pool.
+PROCESS_TAG = "corpus/process"
+
+
 def _run_tags(namespace: str) -> dict[str, str]:
-    return {"corpus/namespace": namespace, "corpus/trigger": "cli", STAGE_TAG: "document"}
+    return {
+        "corpus/namespace": namespace,
+        "corpus/trigger": "cli",
+        STAGE_TAG: "document",
+        PROCESS_TAG: processes.identity(),
+    }
+
+
+def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Fail the in-process runs whose process has died (killed, out of memory) and free the
+    concurrency slots they held; their ids.
+
+    A run this project executes in its own process (`dg.materialize`) has no run monitor: were
+    its process killed while publishing, its run stayed STARTED and kept the `index_writer`
+    slot, and every later publish waited for that slot forever (found by the soak test,
+    `benchmarks/soak.py`)."""
+    active = dg.RunsFilter(
+        statuses=[
+            dg.DagsterRunStatus.STARTED,
+            dg.DagsterRunStatus.STARTING,
+            dg.DagsterRunStatus.NOT_STARTED,
+            dg.DagsterRunStatus.CANCELING,
+        ]
+    )
+    failed = []
+    for run in instance.get_runs(active, limit=1000):
+        owner = run.tags.get(PROCESS_TAG)
+        if owner is None or not processes.is_gone(owner):
+            continue
+        instance.report_run_failed(run, "its process stopped (killed or out of memory)")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        failed.append(run.run_id)
+    if failed:
+        logger.warning("failed %d runs whose process had died; their slots are free", len(failed))
+    return failed
 
 
 def _failed_documents(result: dg.ExecuteInProcessResult) -> dict[str, str]:
@@ -454,6 +493,7 @@ def ingest(
     # Opened (and on a fresh home created) before any worker opens it: two processes creating
     # one SQLite instance at once leave its schema with two migration heads.
     instance = dagster_instance(settings)
+    fail_orphaned_runs(instance)  # an earlier batch killed while publishing holds its slot
     with contextlib.ExitStack() as stack:
         pool = None
         if workers > 1:
@@ -594,7 +634,12 @@ def publish_namespace_run(settings: CorpusSettings, namespace: str) -> PublishOu
         resources=resources_for(settings),
         partition_key=namespace,
         raise_on_error=False,
-        tags={"corpus/namespace": namespace, "corpus/trigger": "cli", STAGE_TAG: "publish"},
+        tags={
+            "corpus/namespace": namespace,
+            "corpus/trigger": "cli",
+            STAGE_TAG: "publish",
+            PROCESS_TAG: processes.identity(),
+        },
         run_config=_QUIET,
     )
     if not run.success:
@@ -636,6 +681,7 @@ def embed_documents_run(settings: CorpusSettings, document_ids: list[str]) -> Em
                 ASSET_PARTITION_RANGE_END_TAG: last,
                 "corpus/trigger": "cli",
                 STAGE_TAG: "embedding",
+                PROCESS_TAG: processes.identity(),
             },
             run_config=_QUIET,
         )

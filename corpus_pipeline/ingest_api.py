@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import logging
 import os
 import shutil
 import tempfile
 import threading
+import time
 import unicodedata
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
 from corpus_pipeline.access import (
@@ -83,6 +85,7 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
     registry = SourceRegistry(ObjectStore(settings.object_store))
     passwords = _Passwords()
     stop = threading.Event()
+    readiness = _Readiness(jobs, stop)
     # Storing uploads and waiting for their door checks: blocking work, never on the request
     # loop; the checks themselves run in door processes.
     upload_pool = ThreadPoolExecutor(settings.upload_workers, thread_name_prefix="corpus-upload")
@@ -97,7 +100,7 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
         server_record = None
         if worker:
             from corpus_pipeline import processes
-            from corpus_pipeline.ingest import dagster_instance
+            from corpus_pipeline.ingest import dagster_instance, fail_orphaned_runs
 
             # What a crashed predecessor left is reaped first (`processes`), and its jobs,
             # their leases run out, are queued again (or fail after `job_max_attempts`).
@@ -107,7 +110,8 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
             processes.start_forkserver()
             server_record = processes.record_forkserver(records)
             jobs.expire()
-            dagster_instance(settings)
+            # Runs of its killed workers would hold the publish slot for ever.
+            fail_orphaned_runs(dagster_instance(settings))
         threads = [
             threading.Thread(
                 target=_work,
@@ -119,6 +123,10 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
         ]
         for thread in threads:
             thread.start()
+        readiness.start()
+        # What start-up loaded (Dagster, pydantic models: millions of objects) is never garbage:
+        # out of the collector's sight, a full collection no longer stalls the loop for 100+ ms.
+        gc.freeze()
         yield
         stop.set()
         upload_pool.shutdown(wait=True, cancel_futures=True)
@@ -145,11 +153,15 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
         """Ok or not, to anyone (jobs and namespaces are for keys)."""
         return Health(status="ok")
 
-    @app.get("/readyz", response_model=Health)
-    async def readyz() -> Health:
-        """Ready once the job store opens (a query on it)."""
-        jobs.counts("default")
-        return Health(status="ok")
+    @app.get("/readyz", response_model=Health, responses={503: {"model": Health}})
+    async def readyz() -> Response:
+        """Ready while the job store answered its last check (a query every second, in a
+        thread of its own): a probe never waits for the store, however busy uploads keep it.
+        The job and document routes are plain functions, run in FastAPI's thread pool, so
+        their SQLite and object-store calls never stall the loop either."""
+        ready = readiness.ready()
+        body = Health(status="ok" if ready else "loading").model_dump_json()
+        return Response(body, status_code=200 if ready else 503, media_type="application/json")
 
     @app.exception_handler(Refused)
     async def _refused(_: Request, exc: Refused) -> JSONResponse:
@@ -209,14 +221,14 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
 
     @app.get("/v1/jobs/{job_id}", response_model=Job)
-    async def job_status(job_id: str, who: PrincipalDep) -> Job:
+    def job_status(job_id: str, who: PrincipalDep) -> Job:
         job = jobs.get(job_id)
         if job is None or not may_read(who, job.namespace):
             raise HTTPException(404, f"no job '{job_id}'")
         return job
 
     @app.post("/v1/jobs/{job_id}/retry", status_code=202, response_model=Job)
-    async def retry(job_id: str, who: PrincipalDep) -> Job:
+    def retry(job_id: str, who: PrincipalDep) -> Job:
         job = jobs.get(job_id)
         if job is None or not may_read(who, job.namespace):
             raise HTTPException(404, f"no job '{job_id}'")
@@ -231,7 +243,7 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
         return again
 
     @app.delete("/v1/documents/{document_id}", status_code=202, response_model=Job)
-    async def delete(document_id: str, who: PrincipalDep) -> Job:
+    def delete(document_id: str, who: PrincipalDep) -> Job:
         """Queue the removal: the record, the artifacts, then a revision without it."""
         try:
             record = registry.get(document_id)
@@ -243,7 +255,7 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
         return jobs.create(document_id, record.namespace, record.source_file_name, "delete")
 
     @app.get("/v1/namespaces/{namespace}/ingestion", response_model=IngestionStatus)
-    async def ingestion(namespace: str, who: PrincipalDep) -> IngestionStatus:
+    def ingestion(namespace: str, who: PrincipalDep) -> IngestionStatus:
         if not may_read(who, namespace):
             raise HTTPException(404, f"namespace '{namespace}' does not exist")
         counts = jobs.counts(namespace)
@@ -258,6 +270,37 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
 # A door process is replaced after this many files: what a large file's parse left in its heap
 # goes back to the system with it.
 DOOR_TASKS_PER_PROCESS = 16
+
+
+class _Readiness:
+    """The job store checked once a second in a thread: `/readyz` reads the last result."""
+
+    CHECK_SECONDS = 1.0
+    FRESH_SECONDS = 5.0
+
+    def __init__(self, jobs: JobStore, stop: threading.Event) -> None:
+        self.jobs = jobs
+        self.stop = stop
+        self._ok_at = float("-inf")
+
+    def start(self) -> None:
+        self._check()  # ready from the first request on, when the store answers
+        threading.Thread(target=self._loop, name="corpus-readiness", daemon=True).start()
+
+    def _loop(self) -> None:
+        while not self.stop.wait(self.CHECK_SECONDS):
+            self._check()
+
+    def _check(self) -> None:
+        try:
+            self.jobs.counts("default")
+        except Exception:  # not ready while it fails; the reason goes to the log
+            logger.warning("job store check failed", exc_info=True)
+            return
+        self._ok_at = time.monotonic()
+
+    def ready(self) -> bool:
+        return time.monotonic() - self._ok_at < self.FRESH_SECONDS
 
 
 class _DoorPool:
@@ -505,7 +548,11 @@ def _work(
     from corpus_pipeline import ingest, processes
 
     context = processes.start_forkserver()
+    first = True
     while not stop.is_set():  # a worker process that died (killed, out of memory) is replaced
+        if not first:  # its run would hold the publish slot for ever
+            ingest.fail_orphaned_runs(ingest.dagster_instance(settings))
+        first = False
         with ProcessPoolExecutor(
             1, context, ingest._start_worker, (settings, dict(os.environ))
         ) as pool:

@@ -168,6 +168,7 @@ class SQLiteJobStore(JobStore):
     def __init__(self, path: Path, lease_seconds: float = 60.0, max_attempts: int = 3) -> None:
         super().__init__(lease_seconds, max_attempts)
         self.path = path
+        self._local = threading.local()
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.execute("pragma journal_mode=wal")
@@ -182,12 +183,15 @@ class SQLiteJobStore(JobStore):
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.row_factory = sqlite3.Row
-        try:
-            yield db
-        finally:
-            db.close()
+        """This thread's connection, opened once: closing the last connection to a WAL file
+        checkpoints it (with an fsync), which made every `/readyz` and job lookup pay 10-100 ms
+        while uploads were written (`benchmarks/upload_door.py`)."""
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.row_factory = sqlite3.Row
+            self._local.db = db
+        yield db
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -366,7 +370,7 @@ class PostgresJobStore(JobStore):
     def _cursor(self) -> Iterator[Any]:
         """A cursor in one transaction (committed when the block ends, rolled back on an
         error) on a connection of its own, closed after."""
-        import psycopg2  # type: ignore[import-untyped]  # (dagster-postgres depends on it)
+        import psycopg2  # type: ignore[import-untyped]
         from psycopg2.extras import RealDictCursor  # type: ignore[import-untyped]
 
         with (

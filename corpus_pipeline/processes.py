@@ -26,6 +26,7 @@ import json
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 from multiprocessing import forkserver, resource_tracker
 from multiprocessing.context import ForkServerContext
@@ -199,3 +200,20 @@ def _kill_tree(root: int) -> list[int]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     return sorted(tree)
+
+
+def identity(pid: int | None = None) -> str:
+    """`host:pid:start time` of a process (this one by default): names it across a pid's
+    reuse, and says on which machine it can be checked."""
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()}:{pid}:{start_time(pid)}"
+
+
+def is_gone(identity_value: str) -> bool:
+    """Whether the process an `identity` names is known to have ended: on this machine only
+    (another host's process cannot be checked from here, so it is never called gone)."""
+    host, _, rest = identity_value.partition(":")
+    pid, _, started = rest.partition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return str(start_time(int(pid))) != started

@@ -21,6 +21,7 @@ import pytest
 
 from corpus_pipeline import processes
 from corpus_pipeline.ingest import REPO_ROOT
+from corpus_pipeline.publish.publisher import read_pointer
 
 from .http_service import CORPUS_CLI, child_pids
 from .services import free_port
@@ -292,3 +293,6 @@ def test_after_a_kill_9_mid_parse_a_restart_finishes_every_job_and_nothing_is_le
     assert jobs[pdf]["attempts"] == 2, "the interrupted attempt was counted"
     assert [jobs[n]["attempts"] for n in notes] == [1, 1], "held by their heartbeat throughout"
     assert status == {"namespace": "default", "state": "complete", "counts": {"done": 3}}
+    pointer = read_pointer(home / "published" / "default")
+    assert pointer is not None and pointer.documents == 3, "each document once in the revision"
+    assert pointer.revision <= 3, "nothing published twice: at most one revision per document"

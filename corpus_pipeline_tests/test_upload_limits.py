@@ -236,3 +236,20 @@ def test_scratch_left_by_a_killed_upload_api_is_removed_at_start(tmp_path: Path)
         pass
     assert not orphan.exists(), "the dead process's half upload is removed"
     assert (alive / "00000").exists(), "a live process's upload is never touched"
+
+
+def test_readyz_follows_the_job_store_without_waiting_for_it(tmp_path: Path):
+    """`/readyz` answers from the job store's last check (once a second, off the request
+    path): ok while it answers, 503 once it has failed for a few seconds."""
+    import sqlite3
+
+    settings = _settings(tmp_path / "home")
+    with served(settings, worker=False) as client:
+        assert client.get("/readyz").json() == {"status": "ok"}
+        with sqlite3.connect(settings.home / "service" / "jobs.db") as db:
+            db.execute("drop table jobs")
+        deadline = time.monotonic() + 15
+        while (answer := client.get("/readyz")).status_code == 200:
+            assert time.monotonic() < deadline, "still ready without a job table"
+            time.sleep(0.2)
+    assert (answer.status_code, answer.json()) == (503, {"status": "loading"})
