@@ -74,7 +74,7 @@ def test_a_killed_runs_slot_is_freed_and_publishing_goes_on(tmp_path: Path):
 
     failed = instance.get_run_by_id(orphan.run_id)
     assert failed is not None and failed.status == dg.DagsterRunStatus.FAILURE
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # the waiting run polls for its slot with a back-off
     while instance.get_runs_count(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):
         assert time.monotonic() < deadline, "the waiting publish never got the slot"
         time.sleep(0.2)
