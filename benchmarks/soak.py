@@ -20,7 +20,7 @@ with a `kill -9` of a parse worker and of the upload API in the middle and a key
    after a warm-up (one upload processed and published, its revision served, the queries
    asked once) before the load and 10 s after the last job ended.
 
-`run_soak` is what the CI test runs, short (`corpus_pipeline_tests/test_soak.py`); the
+`run_soak` is also what the short soak of the test suite runs (`test_soak.py`); the
 benchmark writes benchmarks/results/soak.json.
 """
 
@@ -398,6 +398,10 @@ def run_soak(config: SoakConfig, home: Path | None = None) -> dict[str, Any]:
             _stop(api, group=False)
     refused_after = [t - revoked for t, s in tally.victim if t >= revoked and s == 401]
     served_after = [t - revoked for t, s in tally.victim if t >= revoked and s == 200]
+    first_refusal = min(refused_after, default=None)
+    served_after_refusal = (
+        [t for t in served_after if t > first_refusal] if first_refusal is not None else []
+    )
     ms = sorted(tally.query_ms)
     return {
         "config": vars(config),
@@ -417,6 +421,7 @@ def run_soak(config: SoakConfig, home: Path | None = None) -> dict[str, Any]:
         "revoked_key_refused_after_s": round(min(refused_after), 2) if refused_after else None,
         "revoked_key_served_after_revoke": len(served_after),
         "revoked_key_last_served_s": round(max(served_after), 2) if served_after else None,
+        "revoked_key_served_after_refusal": len(served_after_refusal),
         "processes_left_by_killed_api": still,
         "rss_mb_start": rss_start,
         "rss_mb_after": rss_after,
