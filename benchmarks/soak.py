@@ -10,8 +10,9 @@ with a `kill -9` of a parse worker and of the upload API in the middle and a key
    starts them (short job leases, so interrupted jobs come back within the run).
 3. Query clients (threads, keep-alive) ask `POST /v1/search` in a closed loop; one more client
    asks with the victim key. Uploading clients each upload a new small document, wait for its
-   job to end, and upload the next (a refused connection while the upload API is down is
-   retried and not counted as accepted).
+   job to end (at most one job lease: a job the killed worker held comes back only after its
+   lease, and the client must not stall on it), and upload the next (a refused connection
+   while the upload API is down is retried and not counted as accepted).
 4. At 30 % of the run a parse worker (the upload API's ingest process) is killed with SIGKILL;
    at 50 % the upload API itself, and it is started again 2 s later; at 70 % the victim key is
    revoked with `corpus keys revoke`.
@@ -280,7 +281,8 @@ def run_soak(config: SoakConfig, home: Path | None = None) -> dict[str, Any]:
                         job = str(queued["job_id"])
                         with tally.lock:
                             tally.accepted[job] = time.monotonic()
-                        while not stop.is_set():  # its job, to an end, before the next
+                        waited_until = time.monotonic() + config.job_lease_seconds
+                        while not stop.is_set() and time.monotonic() < waited_until:
                             with suppress(httpx.HTTPError):
                                 status = client.get(f"/v1/jobs/{job}", headers=headers).json()
                                 if status.get("status") in ("done", "error"):
@@ -413,6 +415,12 @@ def run_soak(config: SoakConfig, home: Path | None = None) -> dict[str, Any]:
         "query_p50_ms": round(statistics.median(ms), 1) if ms else None,
         "query_p99_ms": round(ms[int(0.99 * (len(ms) - 1))], 1) if ms else None,
         "uploads_accepted": len(tally.accepted),
+        "uploads_accepted_before_api_killed": sum(
+            1 for t in tally.accepted.values() if t - started < events["upload_api_killed"]
+        ),
+        "uploads_accepted_after_api_restarted": sum(
+            1 for t in tally.accepted.values() if t - started >= events["upload_api_restarted"]
+        ),
         "uploads_refused_while_down": tally.refused_while_down,
         "jobs_done": sum(1 for s in outcome.values() if s == "done"),
         "jobs_error": sum(1 for s in outcome.values() if s == "error"),
