@@ -51,12 +51,12 @@ from benchmarks.user_path import NAMESPACE, ingest_folder, load_script
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, AgenticResult
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.publish import tables as pt
-from query_service import agentic as ag
-from query_service.agentic import agentic_search
-from query_service.budget import tokens_of
-from query_service.classic import classic_search
-from query_service.planner import RulePlanner
-from query_service.revision import Revision, open_revision
+from query_service.retrieval import agentic as ag
+from query_service.retrieval.agentic import agentic_search
+from query_service.retrieval.budget import tokens_of
+from query_service.retrieval.classic import classic_search
+from query_service.retrieval.planner import RulePlanner
+from query_service.snapshot.revision import Revision, open_revision
 
 REPO = Path(__file__).resolve().parent.parent
 BUDGETS = (2000, 8000, 32000)

@@ -7,7 +7,7 @@ The synthetic corpus of `benchmarks.search_latency` (same generator, seed and ca
 vectors are seeded random unit vectors of the local model's dimension, because embedding 100k
 chunks on two cores takes about an hour and the cost of ranking depends on how many vectors
 there are, not on their values. Queries are embedded by the real local model
-(`query_service.dense`), as a served query is.
+(`query_service.retrieval.dense`), as a served query is.
 
 Measured single-threaded after a warm-up pass, per query, side by side in one loop: classic
 search with the lexical channels only, with the default weights (which rerank the lexical top 30
@@ -36,12 +36,12 @@ from benchmarks import search_latency as sl
 from benchmarks import synthetic as syn
 from corpus_pipeline.contracts import ChunksFile
 from corpus_pipeline.contracts.search import DEFAULT_WEIGHTS, SearchRequest
-from corpus_pipeline.embeddings import LocalMiniLM, write_vectors
+from corpus_pipeline.embeddings.vectors import LocalMiniLM, write_vectors
 from corpus_pipeline.publish.publisher import PublishItem, publish_namespace
-from query_service import dense
-from query_service.classic import classic_search
-from query_service.dense import dense_index, query_embedder
-from query_service.revision import open_revision
+from query_service.retrieval import dense
+from query_service.retrieval.classic import classic_search
+from query_service.retrieval.dense import dense_index, query_embedder
+from query_service.snapshot.revision import open_revision
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_P50_MS = 20.0

@@ -57,13 +57,13 @@ from benchmarks.realworld_quality import (
 )
 from benchmarks.search_quality import post_search, search_client
 from benchmarks.user_path import ingest_folder
+from corpus_pipeline.common.ids import chunk_id_for, sha256_bytes
+from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse
 from corpus_pipeline.contracts.artifacts import Chunk, ChunksFile, DocNav, SectionNode
-from corpus_pipeline.ids import chunk_id_for, sha256_bytes
-from corpus_pipeline.ingest import publish_namespace_run
-from corpus_pipeline.settings import CorpusSettings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
-from corpus_pipeline.validation import hash_text_of
+from corpus_pipeline.orchestration.ingest import publish_namespace_run
+from corpus_pipeline.quality.artifacts import hash_text_of
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
 NAMESPACE = "filings"
 FILINGS_TYPE = "SEC 10-Q filing"

@@ -9,7 +9,7 @@
    cache meanwhile) and symlinks to its `tantivy/` and `lance/` folders. The service's access
    statistics (SQLite) therefore land in the temporary home, never in the shared cache.
 2. Starts the real service in a child process exactly as `corpus serve` runs it
-   (`query_service.server.serve`, settings from CORPUS_* variables) on 127.0.0.1, a free port,
+   (`query_service.api.server.serve`, settings from CORPUS_* variables) on 127.0.0.1, a free port,
    with --server-workers processes (default as `corpus serve`: one per usable core; access log
    off; output to a log file). No API keys file -> loopback anonymous access. The answer cache
    is OFF (`cache_max_entries=0`), so every request runs classic search and serialises anew.
@@ -273,15 +273,15 @@ def _timing_middleware(app: ASGIApp, inst: _Instrument) -> ASGIApp:
 
 
 def serve(args: argparse.Namespace) -> None:
-    """Child process: the service exactly as `corpus serve` runs it (query_service.server.serve,
+    """Child process: the service exactly as `corpus serve` runs it (query_service.api.server.serve,
     settings from CORPUS_* variables), or one instrumented process with stage timers."""
     import logging
 
     import uvicorn
 
     from query_service import service as service_module
-    from query_service.app import create_app
-    from query_service.server import serve as corpus_serve
+    from query_service.api.app import create_app
+    from query_service.api.server import serve as corpus_serve
     from query_service.service import QueryService
 
     settings = service_settings(args.home, args.service_workers)
@@ -562,7 +562,7 @@ def run_level(server: Server, level: Level, bodies: list[bytes], tmp: Path) -> d
 def measure_in_process(service: Any, requests: list[Any]) -> dict[str, list[float]]:
     """Single thread: QueryService.search (classic search + JSON bytes, cache off) and
     classic_search alone on the same served revision, warm-up pass first."""
-    from query_service.classic import classic_search
+    from query_service.retrieval.classic import classic_search
 
     principal = service.keys.principal_for(None)
     revision = service.revision(principal, requests[0].namespace)
@@ -612,7 +612,7 @@ def check_answers(server: Server, service: Any, requests: list[Any], n: int) -> 
     """HTTP answers equal the in-process ones (chunk ids, in order) for the first n queries."""
     import httpx
 
-    from query_service.classic import classic_search
+    from query_service.retrieval.classic import classic_search
 
     principal = service.keys.principal_for(None)
     revision = service.revision(principal, requests[0].namespace)
@@ -913,7 +913,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "cache_max_entries": 0,
                 "server_workers": args.server_workers,
                 "server": f"`corpus serve --workers {args.server_workers}` "
-                "(query_service.server.serve: uvicorn, 127.0.0.1, access log off)",
+                "(query_service.api.server.serve: uvicorn, 127.0.0.1, access log off)",
                 "client": "threads, one keep-alive httpx.Client each, closed loop, separate "
                 "process (spawn)",
                 "in_process": "single thread, same pinned revision, same queries, warm-up pass "
@@ -961,7 +961,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     from benchmarks.search_latency import DEFAULT_QUESTIONS
-    from query_service.server import default_workers
+    from query_service.api.server import default_workers
 
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

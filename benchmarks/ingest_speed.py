@@ -6,7 +6,7 @@ for those its questions give one type, `--all` for all 117), in one run, side by
 - **plain**: PyMuPDF `page.get_text()` over every page, the floor the ratio is taken against;
 - **stages** (in-process, no Dagster, as `corpus debug`): profile, parse, hierarchy, chunks,
   seconds summed over the documents, as pages/s each and together ("pipeline work");
-- **ingest, 1 worker** and **ingest, N workers** (`corpus_pipeline.ingest.ingest`, the path of
+- **ingest, 1 worker** and **ingest, N workers** (`corpus_pipeline.orchestration.ingest.ingest`, the path of
   `corpus ingest`: every Dagster asset and contract check, each into a fresh CORPUS_HOME): wall
   time and pages/s to chunks, and how many cores the machine kept busy meanwhile (OCR runs
   Tesseract on several pages at once, so one worker can already use both); the batch's
@@ -60,15 +60,15 @@ from typing import Any
 import dagster as dg
 import pymupdf
 
-from corpus_pipeline import pipeline
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.defs.documents import run_document
-from corpus_pipeline.hierarchy import assign_hierarchy
-from corpus_pipeline.ingest import ingest, publish_namespace_run
-from corpus_pipeline.parsing import pdf_tables
-from corpus_pipeline.profiling.pdf_profile import open_pdf
-from corpus_pipeline.settings import load_settings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
+from corpus_pipeline.orchestration.ingest import ingest, publish_namespace_run
+from corpus_pipeline.parsing.pdf import tables as pdf_tables
+from corpus_pipeline.parsing.pdf.profile import open_pdf
+from corpus_pipeline.pipeline import stages as pipeline
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
+from corpus_pipeline.structure.hierarchy import assign_hierarchy
 
 REPO = Path(__file__).resolve().parent.parent
 REALWORLD = REPO.parent / "shared" / "realworld"

@@ -22,11 +22,11 @@ from typing import Any
 
 import pymupdf
 
-from corpus_pipeline.errors import CorpusError
-from corpus_pipeline.hierarchy import assign_hierarchy
+from corpus_pipeline.common.errors import CorpusError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pdf import parse_pdf
 from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.structure.hierarchy import assign_hierarchy
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"

@@ -1,7 +1,7 @@
 """Real-world ingest: does every file a user uploads come through, how fast, and is any text lost?
 
 All 117 PDFs of `../shared/realworld/docs` and the 32 files of `../shared/corpus/docs` go into
-ONE namespace of a fresh CORPUS_HOME through `corpus_pipeline.ingest.ingest` (the path of
+ONE namespace of a fresh CORPUS_HOME through `corpus_pipeline.orchestration.ingest.ingest` (the path of
 `corpus ingest`: Dagster assets and their contract checks; the encrypted sample opens with the
 corpus manifest's password), published once at the end. Per file: status, pages, seconds, chunks
 by type, diagnostics by code and, for PDFs, word recall (`corpus_pipeline.quality.recall`: the
@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.structure_quality import corpus_passwords
-from corpus_pipeline.ingest import IngestResult, ingest, publish_namespace_run
-from corpus_pipeline.pipeline import document_dir
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
+from corpus_pipeline.orchestration.ingest import IngestResult, ingest, publish_namespace_run
+from corpus_pipeline.pipeline.stages import document_dir
 from corpus_pipeline.quality.recall import document_word_recall
-from corpus_pipeline.settings import CorpusSettings, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -62,7 +62,7 @@ class Source:
     password: str | None = None
 
 
-# Messages of the CorpusErrors a user can act on (corpus_pipeline/errors.py): another file, the
+# Messages of the CorpusErrors a user can act on (corpus_pipeline/common/errors.py): another file, the
 # password, a limit. Anything else (a stage's unexpected error, a broken contract check) is an
 # internal failure: matching the refusals keeps a new internal message from passing as one.
 REFUSALS = (
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> None:
     summary = summarize(rows, full_run, no_password)
     result: Row = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "path": "corpus_pipeline.ingest.ingest (Dagster assets + checks), one namespace, "
+        "path": "corpus_pipeline.orchestration.ingest.ingest (Dagster assets + checks), one namespace, "
         "publish_namespace_run once at the end",
         "selection": {
             "limit_per_set": args.limit,

@@ -61,7 +61,7 @@ from corpus_pipeline.publish.publisher import (
     publish_namespace,
     read_pointer,
 )
-from query_service.classic import (
+from query_service.retrieval.classic import (
     MIN_DEPTH,
     _result,
     channel_query,
@@ -69,8 +69,8 @@ from query_service.classic import (
     path_query,
     shape_query,
 )
-from query_service.fusion import weighted_rrf
-from query_service.revision import Revision, open_revision
+from query_service.retrieval.fusion import weighted_rrf
+from query_service.snapshot.revision import Revision, open_revision
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"

@@ -1,5 +1,5 @@
 """Search quality on the shared corpus, measured on the user's path: every document through
-`corpus ingest` (`corpus_pipeline.ingest.ingest`: Dagster assets and their contract checks, the
+`corpus ingest` (`corpus_pipeline.orchestration.ingest.ingest`: Dagster assets and their contract checks, the
 encrypted sample with the corpus manifest's password) into a fresh CORPUS_HOME, one published
 revision (`publish_namespace_run`), and the 40 development questions through the query service's
 request path (`POST /v1/search` over HTTP against the app under uvicorn, as the HTTP tests run
@@ -36,10 +36,10 @@ import tantivy
 
 from benchmarks.structure_quality import corpus_passwords
 from benchmarks.user_path import NAMESPACE, Ingested, ingest_folder
-from corpus_pipeline.errors import CorpusError
-from corpus_pipeline.pipeline import document_dir, parse_rows, run_profile
-from corpus_pipeline.secrets import document_password
-from corpus_pipeline.settings import CorpusSettings
+from corpus_pipeline.common.errors import CorpusError
+from corpus_pipeline.common.secrets import document_password
+from corpus_pipeline.common.settings import CorpusSettings
+from corpus_pipeline.pipeline.stages import document_dir, parse_rows, run_profile
 from corpus_pipeline_tests.http_service import running_service, write_api_keys
 from query_service.config import ServiceSettings
 

@@ -39,10 +39,10 @@ from typing import Any
 
 import dagster as dg
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.defs.jobs import STAGE_TAG
-from corpus_pipeline.ingest import REPO_ROOT, dagster_instance
+from corpus_pipeline.orchestration.ingest import REPO_ROOT, dagster_instance
 from corpus_pipeline.publish.publisher import read_pointer
-from corpus_pipeline.settings import load_settings
 
 DAEMON = Path(sys.executable).with_name("dagster-daemon")
 # Asset keys whose materialisation metadata carries the stage's own seconds.

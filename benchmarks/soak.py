@@ -47,7 +47,7 @@ from typing import Any
 import httpx
 
 from benchmarks.http_latency import free_port
-from corpus_pipeline.processes import cmdline, start_time
+from corpus_pipeline.pipeline.processes import cmdline, start_time
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from benchmarks.user_path import ingest_folder
-from corpus_pipeline.pipeline import read_rows
+from corpus_pipeline.pipeline.stages import read_rows
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"

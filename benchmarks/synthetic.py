@@ -27,8 +27,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from corpus_pipeline.common.ids import chunk_id_for, document_id_for
 from corpus_pipeline.contracts import ChunksFile, DocNav, Manifest, SourceRecord
-from corpus_pipeline.ids import chunk_id_for, document_id_for
 
 GENERATOR_VERSION = 3  # 3: sections carry ids
 DEFAULT_TEXT_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "groundtruth"

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from corpus_pipeline.ingest import (
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
+from corpus_pipeline.orchestration.ingest import (
     EmbedOutcome,
     IngestResult,
     PublishOutcome,
@@ -19,7 +20,6 @@ from corpus_pipeline.ingest import (
     ingest,
     publish_batch,
 )
-from corpus_pipeline.settings import CorpusSettings, load_settings
 
 NAMESPACE = "default"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus_pipeline.settings import CorpusSettings, load_settings
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
 
 
 @pytest.fixture

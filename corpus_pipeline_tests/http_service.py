@@ -16,10 +16,10 @@ from pathlib import Path
 import httpx
 import uvicorn
 
+from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts.keys import hash_key
-from corpus_pipeline.ingest_api import create_ingest_app
-from corpus_pipeline.settings import CorpusSettings
-from query_service.app import create_app
+from corpus_pipeline.upload_api.app import create_ingest_app
+from query_service.api.app import create_app
 from query_service.config import ServiceSettings
 
 from .services import free_port

@@ -136,9 +136,9 @@ def build_documents(
     """
     import tempfile
 
-    from corpus_pipeline.pipeline import process_document
-    from corpus_pipeline.secrets import document_password
-    from corpus_pipeline.storage import ObjectStore, SourceRegistry
+    from corpus_pipeline.common.secrets import document_password
+    from corpus_pipeline.pipeline.stages import process_document
+    from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
     registry = SourceRegistry(ObjectStore(settings.object_store))
     records = {}
@@ -157,8 +157,8 @@ def build_documents(
 def published_home(home: Path, files: Mapping[str, bytes | str]) -> tuple[Any, dict[str, Any]]:
     """Settings over `home` with `files` built through every stage and published in one
     revision: (settings, name → SourceRecord)."""
+    from corpus_pipeline.common.settings import load_settings
     from corpus_pipeline.publish.service import publish
-    from corpus_pipeline.settings import load_settings
 
     settings = load_settings(home=home)
     records = build_documents(settings, dict(files))
@@ -178,8 +178,8 @@ def search_after_ingest(settings: Any, path: Path, query: str, top_k: int = 1) -
     (its SourceRecord, the SearchResponse)."""
     from corpus_pipeline.contracts.search import SearchRequest
     from corpus_pipeline.publish.service import publish
-    from query_service.classic import classic_search
-    from query_service.revision import open_revision
+    from query_service.retrieval.classic import classic_search
+    from query_service.snapshot.revision import open_revision
 
     records = build_documents(settings, {path.name: path.read_bytes()})
     publish(settings)

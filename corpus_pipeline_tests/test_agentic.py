@@ -10,15 +10,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import ChunkType
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, PlanStep
 from corpus_pipeline.enrich.tokens import count_tokens
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import load_settings
-from query_service.agentic import HIT_SCORE, BudgetTooSmall, Navigator, agentic_search
-from query_service.planner import InvalidPlan, LLMPlanner, RulePlanner, layers, validate_plan
-from query_service.records import RunRecorder, read_runs
-from query_service.revision import open_revision
+from query_service.retrieval.agentic import HIT_SCORE, BudgetTooSmall, Navigator, agentic_search
+from query_service.retrieval.planner import (
+    InvalidPlan,
+    LLMPlanner,
+    RulePlanner,
+    layers,
+    validate_plan,
+)
+from query_service.snapshot.records import RunRecorder, read_runs
+from query_service.snapshot.revision import open_revision
 
 from .support import DOCS, build_documents
 
@@ -274,7 +280,7 @@ def test_run_and_step_records_are_appended_never_rewritten(corpus, tmp_path):
 
 def test_the_llm_planner_runs_through_the_real_client_and_counts_its_tokens(corpus):
     from query_service.config import ServiceSettings
-    from query_service.planner import make_planner
+    from query_service.retrieval.planner import make_planner
 
     from .openai_server import completion, openai_server
 
@@ -311,7 +317,7 @@ def test_the_llm_planner_runs_through_the_real_client_and_counts_its_tokens(corp
 
 def test_with_a_model_the_navigator_chooses_among_outlines_within_the_budget(corpus):
     from query_service.config import ServiceSettings
-    from query_service.planner import make_navigator
+    from query_service.retrieval.planner import make_navigator
 
     def reply(body: dict[str, Any]) -> tuple[int, str]:
         prompt = body["messages"][0]["content"]
@@ -348,7 +354,7 @@ def test_with_a_model_the_navigator_chooses_among_outlines_within_the_budget(cor
 
 def test_a_failing_navigator_model_keeps_the_deterministic_choice(corpus):
     from query_service.config import ServiceSettings
-    from query_service.planner import make_navigator
+    from query_service.retrieval.planner import make_navigator
 
     from .openai_server import openai_server
 
@@ -379,7 +385,7 @@ def test_the_agent_reads_the_classic_hits_first_in_their_order(corpus):
     import re
 
     from corpus_pipeline.contracts.search import SearchRequest
-    from query_service.classic import classic_search
+    from query_service.retrieval.classic import classic_search
 
     query = "Where do tufted ducks dive for mussels?"
     classic = classic_search(corpus[1], SearchRequest(query=query, top_k=5))
@@ -419,7 +425,7 @@ def test_a_tight_budget_reads_the_classic_hits_in_their_order_whole_or_as_previe
     import re
 
     from corpus_pipeline.contracts.search import SearchRequest
-    from query_service.classic import classic_search
+    from query_service.retrieval.classic import classic_search
 
     query = "Where do tufted ducks dive for mussels?"
     classic = classic_search(long_corpus[1], SearchRequest(query=query, top_k=6))

@@ -3,7 +3,7 @@ no longer be served."""
 
 from __future__ import annotations
 
-from query_service.cache import AnswerCache, CacheKey
+from query_service.snapshot.cache import AnswerCache, CacheKey
 
 
 def _key(namespace: str, revision: int, request: str = "q") -> CacheKey:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from corpus_pipeline.contracts.agentic import AgenticRequest
-from query_service.instructions import is_answer_instruction, search_text
-from query_service.planner import RulePlanner
+from query_service.retrieval.instructions import is_answer_instruction, search_text
+from query_service.retrieval.planner import RulePlanner
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.result import Err, Ok
 
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts.api import ReadRef, ReadRequest, ReadResponse
 from corpus_pipeline.contracts.artifacts import ChunkType
 from corpus_pipeline.contracts.search import (
@@ -27,7 +28,6 @@ from corpus_pipeline.contracts.search import (
     SearchResponse,
 )
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import CorpusSettings, load_settings
 from query_service.config import ServiceSettings
 
 from .http_service import running_service, write_api_keys

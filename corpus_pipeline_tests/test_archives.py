@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
-from corpus_pipeline.archives import ArchiveLimits, archive_kind, read_archive
-from corpus_pipeline.errors import InvalidInputError
+from corpus_pipeline.common.errors import InvalidInputError
+from corpus_pipeline.intake.archives import ArchiveLimits, archive_kind, read_archive
 
 
 def _zip(entries: list[tuple[str, bytes]], mode: int | None = None) -> bytes:

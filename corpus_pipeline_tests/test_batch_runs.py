@@ -15,6 +15,7 @@ from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_START_TAG,
 )
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.defs.documents import document_pipeline
 from corpus_pipeline.defs.partitions import (
     DOCUMENTS_PARTITION,
@@ -22,10 +23,9 @@ from corpus_pipeline.defs.partitions import (
     partition_ranges,
 )
 from corpus_pipeline.defs.versions import code_version
-from corpus_pipeline.ingest import dagster_instance, resources_for
-from corpus_pipeline.pipeline import document_dir
-from corpus_pipeline.settings import load_settings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
+from corpus_pipeline.orchestration.ingest import dagster_instance, resources_for
+from corpus_pipeline.pipeline.stages import document_dir
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
 from .support import DOCUMENT_ASSETS
 

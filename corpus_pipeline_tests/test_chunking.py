@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from corpus_pipeline.chunking import ChunkingOptions, ChunkingResult, build_chunks, marker_for
+from corpus_pipeline.common.ids import chunk_id_for
 from corpus_pipeline.contracts import ChunkType, LinkSpan, ParsedRow, Relation, RowType
 from corpus_pipeline.enrich.text import extractive_summary
-from corpus_pipeline.hierarchy import assign_hierarchy
-from corpus_pipeline.ids import chunk_id_for
-from corpus_pipeline.validation import hash_text_of
+from corpus_pipeline.quality.artifacts import hash_text_of
+from corpus_pipeline.structure.chunking import (
+    ChunkingOptions,
+    ChunkingResult,
+    build_chunks,
+    marker_for,
+)
+from corpus_pipeline.structure.hierarchy import assign_hierarchy
 
 OPTIONS = ChunkingOptions(max_tokens=60, keywords_per_chunk=5, summarize=extractive_summary)
 

@@ -7,8 +7,8 @@ import pytest
 from corpus_pipeline.contracts import ChunkType
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.publish.service import publish
-from query_service.classic import classic_search, shape_query
-from query_service.revision import NamespaceNotFound, open_revision
+from query_service.retrieval.classic import classic_search, shape_query
+from query_service.snapshot.revision import NamespaceNotFound, open_revision
 
 from .support import DOCS, build_documents
 
@@ -22,7 +22,7 @@ FILES: dict[str, bytes | str] = {
 
 @pytest.fixture(scope="module")
 def revision(tmp_path_factory):
-    from corpus_pipeline.settings import load_settings
+    from corpus_pipeline.common.settings import load_settings
 
     settings = load_settings(home=tmp_path_factory.mktemp("search"))
     records = build_documents(settings, FILES)
@@ -152,7 +152,7 @@ def test_a_table_is_found_by_the_words_leading_up_to_it_in_the_term_channel(revi
 
 
 def test_label_phrases_are_the_numbered_parts_a_query_names():
-    from query_service.classic import label_phrases
+    from query_service.retrieval.classic import label_phrases
 
     query = "According to Table II and appendix C, what does Unit 8 (see Note 7.2) say?"
     assert label_phrases(query) == [
@@ -165,7 +165,7 @@ def test_label_phrases_are_the_numbered_parts_a_query_names():
 
 
 def test_a_label_typed_with_a_hyphen_is_the_same_numbered_part():
-    from query_service.classic import label_phrases
+    from query_service.retrieval.classic import label_phrases
 
     query = "What is the case study under unit-8, and what does Figure-3b show?"
     assert label_phrases(query) == [["unit", "8"], ["figure", "3b"]]
@@ -174,7 +174,7 @@ def test_a_label_typed_with_a_hyphen_is_the_same_numbered_part():
 
 def _published_with(tmp_path, files: dict[str, str]):
     """A revision of `files` beside two unrelated documents (enough chunks to be ranked)."""
-    from corpus_pipeline.settings import load_settings
+    from corpus_pipeline.common.settings import load_settings
 
     settings = load_settings(home=tmp_path)
     build_documents(

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from corpus_pipeline.cli import main
+from corpus_pipeline.cli.main import main
 
 from .support import DOCS
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.defs.versions import STAGE_SOURCES, code_version, source_hash
-from corpus_pipeline.ingest import dagster_instance, ingest
-from corpus_pipeline.settings import load_settings
+from corpus_pipeline.orchestration.ingest import dagster_instance, ingest
 
 
 def _tree(root: Path) -> Path:

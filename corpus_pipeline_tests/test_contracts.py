@@ -16,7 +16,7 @@ from corpus_pipeline.contracts.rows import rows_to_table, table_to_rows
 
 def test_contracts_import_neither_dagster_nor_fastapi():
     code = (
-        "import sys, corpus_pipeline.contracts, corpus_pipeline.settings; "
+        "import sys, corpus_pipeline.contracts, corpus_pipeline.common.settings; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'dagster', 'fastapi'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

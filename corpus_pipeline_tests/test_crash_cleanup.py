@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from corpus_pipeline import processes
-from corpus_pipeline.ingest import REPO_ROOT
+from corpus_pipeline.orchestration.ingest import REPO_ROOT
+from corpus_pipeline.pipeline import processes
 from corpus_pipeline.publish.publisher import read_pointer
 
 from .http_service import CORPUS_CLI, child_pids
@@ -34,7 +34,7 @@ STARTER = """
 import sys, threading, time
 from multiprocessing import forkserver
 from pathlib import Path
-from corpus_pipeline import processes
+from corpus_pipeline.pipeline import processes
 from corpus_pipeline_tests.test_crash_cleanup import _worker
 mode, records = sys.argv[1], Path(sys.argv[2])
 if mode == "unguarded":

@@ -18,14 +18,14 @@ import dagster as dg
 import httpx
 import pytest
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.defs.partitions import add_partitions
-from corpus_pipeline.ingest import dagster_instance
-from corpus_pipeline.settings import load_settings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
-from query_service.classic import classic_search
-from query_service.revision import NamespaceNotFound, open_revision
+from corpus_pipeline.orchestration.ingest import dagster_instance
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
+from query_service.retrieval.classic import classic_search
+from query_service.snapshot.revision import NamespaceNotFound, open_revision
 
 from .services import free_port
 from .support import DOCUMENT_ASSETS

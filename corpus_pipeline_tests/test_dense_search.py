@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts.embeddings import EmbeddingSpec
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest, SearchResult
-from corpus_pipeline.ingest import embed_documents_run, ingest, publish_namespace_run
-from corpus_pipeline.settings import load_settings
-from query_service import dense
-from query_service.classic import classic_search
-from query_service.dense import DenseIndex, dense_index, sign_codes
-from query_service.revision import open_revision
+from corpus_pipeline.orchestration.ingest import embed_documents_run, ingest, publish_namespace_run
+from query_service.retrieval import dense
+from query_service.retrieval.classic import classic_search
+from query_service.retrieval.dense import DenseIndex, dense_index, sign_codes
+from query_service.snapshot.revision import open_revision
 
 NOTES = {
     "travel.md": "# Bookings\n\nFive metropolitan areas account for most of our bookings, and "

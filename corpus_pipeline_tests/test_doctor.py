@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from corpus_pipeline.cli import main
-from corpus_pipeline.doctor import host_of, run_checks
-from corpus_pipeline.settings import load_settings
+from corpus_pipeline.cli.doctor import host_of, run_checks
+from corpus_pipeline.cli.main import main
+from corpus_pipeline.common.settings import load_settings
 
 from .http_service import served
 from .services import free_port

@@ -13,8 +13,8 @@ import pymupdf
 import pytest
 
 from corpus_pipeline.contracts.search import SearchRequest
-from query_service.classic import classic_search
-from query_service.revision import open_revision
+from query_service.retrieval.classic import classic_search
+from query_service.snapshot.revision import open_revision
 
 from .support import pdf_data, published_home
 

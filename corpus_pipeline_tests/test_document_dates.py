@@ -12,13 +12,13 @@ import docx
 import pymupdf
 import pytest
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
-from corpus_pipeline.dates import declared_office_date, declared_pdf_date, pdf_date
+from corpus_pipeline.parsing.dates import declared_office_date, declared_pdf_date, pdf_date
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import load_settings
-from query_service.classic import classic_search
-from query_service.recency import asks_for_latest, series_key, superseded
-from query_service.revision import open_revision
+from query_service.retrieval.classic import classic_search
+from query_service.retrieval.recency import asks_for_latest, series_key, superseded
+from query_service.snapshot.revision import open_revision
 
 from .support import build_documents
 

@@ -12,13 +12,13 @@ import httpx
 import pymupdf as _pymupdf
 import pytest
 
+from corpus_pipeline.common.ids import sha256_bytes
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.ids import sha256_bytes
-from corpus_pipeline.settings import CorpusSettings, load_settings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry, blob_key
-from query_service.classic import classic_search
-from query_service.revision import open_revision
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry, blob_key
+from query_service.retrieval.classic import classic_search
+from query_service.snapshot.revision import open_revision
 
 from .http_service import finished_job, served
 from .support import pdf_data

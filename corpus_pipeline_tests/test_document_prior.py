@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts.search import SearchRequest, SearchResult
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import load_settings
-from query_service.classic import classic_search, shape_query
-from query_service.documents import (
+from query_service.retrieval.classic import classic_search, shape_query
+from query_service.snapshot.documents import (
     Card,
     DocumentCards,
     card_for,
@@ -18,7 +18,7 @@ from query_service.documents import (
     named_documents,
     opening_text,
 )
-from query_service.revision import Revision, open_revision
+from query_service.snapshot.revision import Revision, open_revision
 
 from .support import build_documents
 

@@ -10,7 +10,7 @@ import pymupdf as _pymupdf
 import pytest
 
 from corpus_pipeline.contracts import FileFormat
-from corpus_pipeline.door import Refused, admit, safe_name
+from corpus_pipeline.intake.door import Refused, admit, safe_name
 from corpus_pipeline_tests.support import DOCS
 
 mu: Any = _pymupdf

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from corpus_pipeline.embeddings import (
+from corpus_pipeline.common.keypool import KeyPool
+from corpus_pipeline.common.settings import EmbeddingsRole, LLMRole, load_settings
+from corpus_pipeline.embeddings.vectors import (
     EmbeddingError,
     EndpointEmbedder,
     LocalMiniLM,
@@ -19,9 +21,7 @@ from corpus_pipeline.embeddings import (
     read_vectors,
     vectors_path,
 )
-from corpus_pipeline.ingest import ingest
-from corpus_pipeline.keypool import KeyPool
-from corpus_pipeline.settings import EmbeddingsRole, LLMRole, load_settings
+from corpus_pipeline.orchestration.ingest import ingest
 
 from .openai_server import Request, error, openai_server
 from .support import FakeTime
@@ -181,7 +181,7 @@ def test_a_document_gets_one_vector_per_unique_chunk_and_keeps_unchanged_ones(
 
 
 def test_a_chunk_is_embedded_under_its_title_and_section_path():
-    from corpus_pipeline.embeddings import embedding_text
+    from corpus_pipeline.embeddings.vectors import embedding_text
 
     assert embedding_text("Apple Inc. Form 10-Q", ["PART I", "Item 2."], "Net sales rose.") == (
         "Apple Inc. Form 10-Q\nPART I > Item 2.\nNet sales rose."

@@ -13,7 +13,7 @@ import pytest
 from corpus_pipeline.finance.periods import quarters_named
 from corpus_pipeline.index.channels import analyze, variants, with_variants
 from corpus_pipeline.parsing.pdf.headings import scheme_level
-from corpus_pipeline.parsing.pdf_tables import find_tables
+from corpus_pipeline.parsing.pdf.tables import find_tables
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
 from corpus_pipeline_tests.support import REALWORLD_DOCS, needs_shared
 from corpus_pipeline_tests.test_parse_pdf import BODY, body, headings, make_pdf, parse

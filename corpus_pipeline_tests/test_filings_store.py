@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 from benchmarks.filings_store import Shift, derive_variant, shifted_questions
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts.artifacts import ChunksFile
-from corpus_pipeline.settings import load_settings
-from corpus_pipeline.validation import check_chunks, check_nav
+from corpus_pipeline.quality.artifacts import check_chunks, check_nav
 
 from .support import build_documents
 

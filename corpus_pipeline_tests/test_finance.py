@@ -25,7 +25,7 @@ from corpus_pipeline.finance.statements import (
 )
 from corpus_pipeline.finance.structure import filing_structure, title_at_start
 from corpus_pipeline.finance.subject import document_subject
-from corpus_pipeline.hierarchy import assign_hierarchy
+from corpus_pipeline.structure.hierarchy import assign_hierarchy
 
 BS, IS, CF = StatementType.BALANCE_SHEET, StatementType.INCOME, StatementType.CASH_FLOW
 EQ, OCI = StatementType.EQUITY, StatementType.COMPREHENSIVE_INCOME

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from corpus_pipeline import pipeline
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import DocumentSubject, RowType, StatementType
 from corpus_pipeline.finance.statements import statement_of_title
-from corpus_pipeline.settings import load_settings
+from corpus_pipeline.pipeline import stages as pipeline
 
 from .support import REALWORLD_DOCS, needs_shared
 

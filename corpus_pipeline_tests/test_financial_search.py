@@ -13,11 +13,11 @@ from corpus_pipeline.contracts import StatementType
 from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
 from corpus_pipeline.publish.service import publish
-from query_service import store
-from query_service.agentic import agentic_search
-from query_service.classic import classic_search, payload_for_chunk
-from query_service.planner import RulePlanner
-from query_service.revision import open_revision
+from query_service.retrieval.agentic import agentic_search
+from query_service.retrieval.classic import classic_search, payload_for_chunk
+from query_service.retrieval.planner import RulePlanner
+from query_service.snapshot import store
+from query_service.snapshot.revision import open_revision
 
 from .support import build_documents
 
@@ -109,7 +109,7 @@ FILES["ducks.md"] = "# Ducks\n\n## Diving ducks\n\nTufted ducks dive for mussels
 
 @pytest.fixture(scope="module")
 def revision(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from corpus_pipeline.settings import load_settings
+    from corpus_pipeline.common.settings import load_settings
 
     settings = load_settings(home=tmp_path_factory.mktemp("financial-search"))
     build_documents(settings, FILES)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from query_service.fusion import unique_ranks, weighted_rrf
+from query_service.retrieval.fusion import unique_ranks, weighted_rrf
 
 
 def test_fused_scores_follow_weight_over_k_plus_rank_plus_one():

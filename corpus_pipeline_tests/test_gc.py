@@ -15,15 +15,15 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
-from corpus_pipeline.cli import main
+from corpus_pipeline.cli.main import main
+from corpus_pipeline.common.ids import sha256_bytes
+from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.gc import collect_garbage
-from corpus_pipeline.ids import sha256_bytes
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import CorpusSettings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry, blob_key
-from query_service.classic import classic_search
-from query_service.revision import open_revision
+from corpus_pipeline.storage.gc import collect_garbage
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry, blob_key
+from query_service.retrieval.classic import classic_search
+from query_service.snapshot.revision import open_revision
 
 from .support import build_documents
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from corpus_pipeline.contracts import ParsedRow, RowType
-from corpus_pipeline.hierarchy import assign_hierarchy, compact_hierarchy, heading_tree
+from corpus_pipeline.structure.hierarchy import assign_hierarchy, compact_hierarchy, heading_tree
 
 
 def _rows(spec: Sequence[tuple[str, int | None]]) -> list[ParsedRow]:

@@ -9,8 +9,8 @@ from datetime import date
 import httpx
 import pytest
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import load_settings
 from query_service.config import ServiceSettings
 
 from .http_service import running_service, write_api_keys
@@ -230,7 +230,7 @@ def test_health_and_readiness(service):
 def test_access_statistics_are_recorded_off_the_request_path(service, corpus):
     import time
 
-    from query_service.stats import AccessStats
+    from query_service.snapshot.stats import AccessStats
 
     c = client(service)
     top = c.post(

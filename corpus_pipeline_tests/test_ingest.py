@@ -10,10 +10,15 @@ import dagster as dg
 import jsonschema
 import pytest
 
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts.export_schemas import ARTIFACT_MODELS, schema_file
-from corpus_pipeline.ingest import IngestResult, collect_files, dagster_instance, ingest
-from corpus_pipeline.settings import CorpusSettings, load_settings
-from corpus_pipeline.validation import check_manifest
+from corpus_pipeline.orchestration.ingest import (
+    IngestResult,
+    collect_files,
+    dagster_instance,
+    ingest,
+)
+from corpus_pipeline.quality.artifacts import check_manifest
 
 from .support import DOCS, DOCUMENT_ASSETS
 

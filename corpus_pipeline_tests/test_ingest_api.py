@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.settings import CorpusSettings, load_settings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
-from query_service.classic import classic_search
-from query_service.revision import open_revision
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
+from query_service.retrieval.classic import classic_search
+from query_service.snapshot.revision import open_revision
 
 from .http_service import finished_job, served, write_api_keys
 from .support import DOCS

@@ -10,12 +10,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from corpus_pipeline import pipeline, validation
-from corpus_pipeline.cli import _skipped_note
+from corpus_pipeline.cli.main import _skipped_note
+from corpus_pipeline.common.errors import ParseLimitError, format_mebibytes, sanitize
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.defs import documents
-from corpus_pipeline.errors import ParseLimitError, format_mebibytes, sanitize
-from corpus_pipeline.ingest import _skipped_parts, dagster_instance, ingest
-from corpus_pipeline.settings import load_settings
+from corpus_pipeline.orchestration.ingest import _skipped_parts, dagster_instance, ingest
+from corpus_pipeline.pipeline import stages as pipeline
+from corpus_pipeline.quality import artifacts as validation
 
 NOTES = "# Ducks\n\nMallards dabble.\n\n# Geese\n\nGeese graze on grass.\n"
 
@@ -110,7 +111,7 @@ def test_an_error_outside_every_stage_names_the_step_and_class(
         return out, {**metadata, "origin": object()}
 
     monkeypatch.setattr(documents, "_source", unstorable_metadata)
-    with caplog.at_level(logging.ERROR, logger="corpus_pipeline.ingest"):
+    with caplog.at_level(logging.ERROR, logger="corpus_pipeline.orchestration.ingest"):
         (result,) = ingest([_notes(tmp_path)], settings)
     assert result.error is not None
     assert result.error.startswith("document failed: unexpected internal error (CheckError: "), (

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from corpus_pipeline.ingest import REPO_ROOT
-from corpus_pipeline.jobs import JobStore, PostgresJobStore, SQLiteJobStore, open_job_store
-from corpus_pipeline.settings import load_settings
+from corpus_pipeline.common.settings import load_settings
+from corpus_pipeline.intake.jobs import JobStore, PostgresJobStore, SQLiteJobStore, open_job_store
+from corpus_pipeline.orchestration.ingest import REPO_ROOT
 
 from .services import PG_HOST, PG_PORT, PG_USER, database_exists, postgres_database, query
 

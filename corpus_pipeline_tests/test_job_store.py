@@ -7,7 +7,7 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from corpus_pipeline.jobs import SQLiteJobStore
+from corpus_pipeline.intake.jobs import SQLiteJobStore
 
 
 def test_jobs_are_claimed_oldest_first_and_once(tmp_path: Path):

@@ -24,9 +24,9 @@ from typing import Any
 import httpx
 import pytest
 
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts.keys import hash_key
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import CorpusSettings, load_settings
 from query_service.config import ServiceSettings
 
 from .http_service import CORPUS_CLI, running_service, served, served_by_cli

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from corpus_pipeline.enrich.tokens import count_tokens
-from query_service.llm import (
+from query_service.retrieval.llm import (
     JSON_INSTRUCTION,
     LLMClient,
     LLMConfig,

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import (
     ChunkType,
     DocumentProfile,
@@ -22,9 +23,8 @@ from corpus_pipeline.contracts import (
     RowType,
 )
 from corpus_pipeline.enrich.llm import LLMSummarizer, make_summarizer
-from corpus_pipeline.pipeline import chunk_document
+from corpus_pipeline.pipeline.stages import chunk_document
 from corpus_pipeline.profiling import profile_file
-from corpus_pipeline.settings import load_settings
 
 from .openai_server import completion, openai_server
 from .support import DOCS, bare_profile
@@ -249,8 +249,8 @@ def test_a_failing_classification_model_keeps_the_rule_label(corpus_home, monkey
 def test_an_ingested_image_is_searchable_by_its_description(corpus_home, monkeypatch):
     from corpus_pipeline.contracts.search import SearchRequest
     from corpus_pipeline.publish.service import publish
-    from query_service.classic import classic_search
-    from query_service.revision import open_revision
+    from query_service.retrieval.classic import classic_search
+    from query_service.snapshot.revision import open_revision
 
     from .support import build_documents
 

@@ -17,8 +17,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import CorpusSettings, load_settings
 from query_service.config import ServiceSettings
 
 from .http_service import child_pids, running_service, served_by_cli, write_api_keys
@@ -243,7 +243,7 @@ def test_the_mcp_client_fails_to_connect_without_a_key(service: str) -> None:
 
 def test_stdio_server_answers_search(corpus: CorpusSettings) -> None:
     code = (
-        "import os; from query_service.server import serve_stdio; "
+        "import os; from query_service.api.server import serve_stdio; "
         "from query_service.config import ServiceSettings; "
         "serve_stdio(ServiceSettings(), os.environ.get('CORPUS_API_KEY'))"
     )

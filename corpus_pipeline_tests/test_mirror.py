@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from corpus_pipeline.common.errors import MirrorError
 from corpus_pipeline.contracts.search import RevisionFiles, SearchRequest
-from corpus_pipeline.errors import MirrorError
 from corpus_pipeline.publish.mirror import (
     RemoteRevisions,
     pull,
@@ -20,10 +20,10 @@ from corpus_pipeline.publish.mirror import (
 )
 from corpus_pipeline.publish.publisher import read_pointer
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.storage import ObjectStore
-from query_service.classic import classic_search
-from query_service.revision import open_revision
-from query_service.snapshots import SnapshotManager
+from corpus_pipeline.storage.store import ObjectStore
+from query_service.retrieval.classic import classic_search
+from query_service.snapshot.revision import open_revision
+from query_service.snapshot.snapshots import SnapshotManager
 
 from .support import build_documents, published_home
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from corpus_pipeline.ingest import (
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
+from corpus_pipeline.orchestration.ingest import (
     dagster_instance,
     fail_orphaned_runs,
     ingest,
     publish_namespace_run,
 )
-from corpus_pipeline.settings import CorpusSettings, load_settings
 
 from .support import REPO_ROOT
 
@@ -27,9 +27,9 @@ from .support import REPO_ROOT
 HOLDER = """
 import sys, time
 import dagster as dg
-from corpus_pipeline import processes
-from corpus_pipeline.ingest import PROCESS_TAG, dagster_instance
-from corpus_pipeline.settings import load_settings
+from corpus_pipeline.pipeline import processes
+from corpus_pipeline.orchestration.ingest import PROCESS_TAG, dagster_instance
+from corpus_pipeline.common.settings import load_settings
 
 @dg.asset(pool="index_writer")
 def holds_the_slot() -> None:

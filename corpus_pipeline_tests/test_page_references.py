@@ -11,14 +11,14 @@ from typing import Any
 import pymupdf
 import pytest
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.index import channels as ch
 from corpus_pipeline.parsing.pdf.page_labels import printed_labels
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import load_settings
-from query_service.classic import classic_search, place_terms, shape_query
-from query_service.pages import PageReference, page_phrases, page_references
-from query_service.revision import open_revision, read_current_pointer
+from query_service.retrieval.classic import classic_search, place_terms, shape_query
+from query_service.retrieval.pages import PageReference, page_phrases, page_references
+from query_service.snapshot.revision import open_revision, read_current_pointer
 
 from .support import build_documents, pdf_data, published_home
 

@@ -14,8 +14,8 @@ from docx.oxml import parse_xml
 from docx.oxml.ns import nsdecls
 from PIL import Image, ImageDraw
 
+from corpus_pipeline.common.errors import CorruptDocumentError
 from corpus_pipeline.contracts import FileFormat, RowType
-from corpus_pipeline.errors import CorruptDocumentError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.docx import parse_docx
 from corpus_pipeline_tests.support import (

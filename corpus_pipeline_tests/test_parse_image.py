@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from corpus_pipeline.common.errors import CorruptDocumentError
 from corpus_pipeline.contracts import FileFormat, RowType
-from corpus_pipeline.errors import CorruptDocumentError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.image import parse_image, read_frames
 from corpus_pipeline.parsing.pdf.ocr import OcrParagraph, ocr_heading_level

@@ -10,16 +10,16 @@ from typing import Any
 import pymupdf
 import pytest
 
-from corpus_pipeline.contracts import FileFormat, ParsedRow, RowType
-from corpus_pipeline.errors import (
+from corpus_pipeline.common.errors import (
     CorruptDocumentError,
     PasswordRequiredError,
     WrongPasswordError,
 )
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
+from corpus_pipeline.contracts import FileFormat, ParsedRow, RowType
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pdf import parse_pdf
 from corpus_pipeline.profiling import profile_file
-from corpus_pipeline.settings import CorpusSettings, load_settings
 from corpus_pipeline_tests.support import DOCS, bare_profile, needs_tesseract
 
 mu: Any = pymupdf  # PyMuPDF is only partly annotated
@@ -391,7 +391,7 @@ def test_the_parser_refuses_a_locked_pdf_without_password(tmp_path):
 
 
 def test_the_password_never_reaches_artifacts_or_diagnostics(settings, tmp_path):
-    from corpus_pipeline.ingest import ingest
+    from corpus_pipeline.orchestration.ingest import ingest
 
     secret = "Xq7-unlock-Zz9"
     source: Any = mu.open()
@@ -535,7 +535,7 @@ def _map_sheets(path: Path) -> Path:
 
 
 def test_map_sheets_route_to_atlas_with_page_sections_labels_and_captions(tmp_path):
-    from corpus_pipeline.hierarchy import assign_hierarchy
+    from corpus_pipeline.structure.hierarchy import assign_hierarchy
 
     path = _map_sheets(tmp_path / "atlas.pdf")
     profile = profile_file(path)

@@ -14,8 +14,8 @@ from pptx.chart.data import CategoryChartData
 from pptx.enum.chart import XL_CHART_TYPE
 from pptx.util import Inches
 
+from corpus_pipeline.common.errors import CorruptDocumentError
 from corpus_pipeline.contracts import FileFormat, RowType
-from corpus_pipeline.errors import CorruptDocumentError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pptx import parse_pptx
 from corpus_pipeline.profiling import profile_file

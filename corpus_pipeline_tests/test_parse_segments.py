@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from corpus_pipeline.common.errors import CorruptDocumentError, InvalidInputError
 from corpus_pipeline.contracts import FileFormat, RowType
-from corpus_pipeline.errors import CorruptDocumentError, InvalidInputError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.segments import parse_segments
 from corpus_pipeline.profiling import profile_file

@@ -15,18 +15,18 @@ from typing import Any
 import pymupdf
 import pytest
 
-from corpus_pipeline import pipeline
-from corpus_pipeline.contracts import DocumentProfile, FileFormat
-from corpus_pipeline.errors import (
+from corpus_pipeline.common.errors import (
     CorruptDocumentError,
     ParseFailedError,
     ParseLimitError,
     PasswordRequiredError,
 )
-from corpus_pipeline.ingest import ingest
-from corpus_pipeline.secrets import document_password
-from corpus_pipeline.settings import CorpusSettings
-from corpus_pipeline.worker import run_parse_isolated
+from corpus_pipeline.common.secrets import document_password
+from corpus_pipeline.common.settings import CorpusSettings
+from corpus_pipeline.contracts import DocumentProfile, FileFormat
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.pipeline import stages as pipeline
+from corpus_pipeline.pipeline.isolation import run_parse_isolated
 from corpus_pipeline_tests.support import DOCS, bare_profile
 
 mu: Any = pymupdf  # PyMuPDF is only partly annotated
@@ -86,7 +86,7 @@ def _worker_pids(caplog: pytest.LogCaptureFixture) -> list[int]:
     return [
         int(m.group(1))
         for r in caplog.records
-        if r.name == "corpus_pipeline.worker" and (m := _STARTED.search(r.getMessage()))
+        if r.name == "corpus_pipeline.pipeline.isolation" and (m := _STARTED.search(r.getMessage()))
     ]
 
 
@@ -150,7 +150,7 @@ def test_an_unexpected_error_in_the_worker_is_told_in_words_and_logged(settings,
     missing = tmp_path / "gone" / "report.docx"  # the docx library's own error, not ours
     profile = bare_profile(DOCS / "word_sample.docx", FileFormat.DOCX, "docx")
     with (
-        caplog.at_level(logging.ERROR, logger="corpus_pipeline.worker"),
+        caplog.at_level(logging.ERROR, logger="corpus_pipeline.pipeline.isolation"),
         pytest.raises(ParseFailedError) as failed,
     ):
         _isolated(settings, missing, profile, tmp_path / "worker")
@@ -169,7 +169,7 @@ def test_a_parse_past_its_time_limit_fails_and_leaves_no_worker(settings, tmp_pa
     _isolated(settings, small, bare_profile(small, FileFormat.MARKDOWN, "markdown"), tmp_path / "s")
     started = time.monotonic()
     with (
-        caplog.at_level(logging.DEBUG, logger="corpus_pipeline.worker"),
+        caplog.at_level(logging.DEBUG, logger="corpus_pipeline.pipeline.isolation"),
         pytest.raises(ParseLimitError) as failed,
     ):
         _isolated(_limited(settings, parse_timeout_seconds=1), path, profile, tmp_path / "w")
@@ -185,7 +185,7 @@ def test_a_parse_past_its_memory_limit_fails_naming_the_limit(settings, tmp_path
     profile = bare_profile(path, FileFormat.TEXT, "text")
     limited = _limited(settings, parse_max_memory_mb=150)
     with (
-        caplog.at_level(logging.DEBUG, logger="corpus_pipeline.worker"),
+        caplog.at_level(logging.DEBUG, logger="corpus_pipeline.pipeline.isolation"),
         pytest.raises(ParseLimitError) as failed,
     ):
         _isolated(limited, path, profile, tmp_path / "w")
@@ -213,7 +213,7 @@ def test_a_worker_killed_by_a_signal_is_reported_as_died(settings, tmp_path, cap
             time.sleep(0.05)
 
     killer = threading.Thread(target=kill_the_worker)
-    with caplog.at_level(logging.DEBUG, logger="corpus_pipeline.worker"):
+    with caplog.at_level(logging.DEBUG, logger="corpus_pipeline.pipeline.isolation"):
         killer.start()
         with pytest.raises(ParseFailedError) as failed:
             _isolated(settings, path, profile, tmp_path / "w")
@@ -232,7 +232,7 @@ def test_one_pathological_file_fails_alone_and_the_batch_goes_on(
     (inbox / "notes.md").write_text(
         "# Ducks\n\nMallards dabble.\n\n# Geese\n\nGeese graze.\n", encoding="utf-8"
     )
-    from corpus_pipeline.settings import load_settings
+    from corpus_pipeline.common.settings import load_settings
 
     results = {r.source_file_name: r for r in ingest([inbox], load_settings())}
     assert results["notes.md"].status == "ok" and results["notes.md"].counts["sections"] == 2
@@ -249,7 +249,7 @@ def _tokenizer_loaded(conn: Any) -> None:
 
 def test_a_parse_worker_starts_with_the_tokenizer_loaded():
     # Table rows are split by token count; a worker that loaded bpe_openai itself paid ~1.5 s.
-    from corpus_pipeline import worker
+    from corpus_pipeline.pipeline import isolation as worker
 
     reader, writer = worker._CONTEXT.Pipe(duplex=False)
     child = worker._CONTEXT.Process(

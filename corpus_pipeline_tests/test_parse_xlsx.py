@@ -15,8 +15,8 @@ from openpyxl.drawing.image import Image as SheetImage
 from openpyxl.worksheet.worksheet import Worksheet
 from PIL import Image
 
+from corpus_pipeline.common.errors import CorruptDocumentError
 from corpus_pipeline.contracts import FileFormat, RowType
-from corpus_pipeline.errors import CorruptDocumentError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.xlsx import Region, cell_text, parse_xlsx, regions
 from corpus_pipeline.profiling import profile_file

@@ -225,7 +225,7 @@ def test_page_whose_text_cannot_be_read_is_skipped(
 
 
 def test_failing_table_keeps_its_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from corpus_pipeline.parsing import pdf_tables
+    from corpus_pipeline.parsing.pdf import tables as pdf_tables
 
     doc: Any = mu.open()
     page = doc.new_page()

@@ -8,8 +8,8 @@ from typing import Any
 import pymupdf as _pymupdf
 from PIL import Image, ImageDraw
 
+from corpus_pipeline.parsing.pdf.images import PdfImage, drop_repeated, extract_images
 from corpus_pipeline.parsing.pdf.layout import image_coverage, places_no_image
-from corpus_pipeline.parsing.pdf_images import PdfImage, drop_repeated, extract_images
 
 from .support import REALWORLD_DOCS, needs_shared
 

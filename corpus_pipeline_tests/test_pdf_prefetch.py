@@ -98,9 +98,9 @@ def _long_pdf(path: Path, pages: int = 40) -> Path:
 _PARSE_BOTH = """
 import hashlib, json, pickle, sys, tempfile
 from pathlib import Path
-from corpus_pipeline import pipeline
+from corpus_pipeline.pipeline import stages as pipeline
 from corpus_pipeline.parsing.pdf import prefetch
-from corpus_pipeline.settings import load_settings
+from corpus_pipeline.common.settings import load_settings
 
 started = []
 original = prefetch.PagePrefetch.__init__
@@ -157,9 +157,9 @@ def test_a_long_pdf_parses_the_same_with_the_page_helper(tmp_path: Path) -> None
 def test_without_a_process_to_spare_the_parse_reads_every_page_itself(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    from corpus_pipeline import pipeline
+    from corpus_pipeline.common.settings import load_settings
     from corpus_pipeline.parsing import pdf as pdf_parser
-    from corpus_pipeline.settings import load_settings
+    from corpus_pipeline.pipeline import stages as pipeline
 
     def no_fork() -> int:
         raise OSError("Resource temporarily unavailable")

@@ -8,9 +8,9 @@ from typing import Any
 import pymupdf
 
 from corpus_pipeline.contracts import PdfProfile, PdfTocEntry
+from corpus_pipeline.parsing.pdf.profile import open_pdf, split_plan
 from corpus_pipeline.parsing.router import parser_for
 from corpus_pipeline.profiling import profile_file
-from corpus_pipeline.profiling.pdf_profile import open_pdf, split_plan
 from corpus_pipeline_tests.support import DOCS, REALWORLD_DOCS, needs_shared
 
 mu: Any = pymupdf  # PyMuPDF is only partly annotated
@@ -158,9 +158,9 @@ def test_a_browser_printed_filing_reads_the_same_without_its_structure_tree():
 
 
 def test_the_parse_reads_the_profiles_sampled_pages_and_gets_the_same_rows(tmp_path: Path) -> None:
+    from corpus_pipeline.common.settings import load_settings
     from corpus_pipeline.parsing.pdf import reads
-    from corpus_pipeline.pipeline import read_rows, run_parse, run_profile
-    from corpus_pipeline.settings import load_settings
+    from corpus_pipeline.pipeline.stages import read_rows, run_parse, run_profile
 
     settings = load_settings(home=tmp_path)
     pdf = tmp_path / "two.pdf"
@@ -181,9 +181,9 @@ def test_the_parse_reads_the_profiles_sampled_pages_and_gets_the_same_rows(tmp_p
 def test_the_table_finder_reads_what_the_profiles_probe_read(tmp_path: Path) -> None:
     """A page the probe flags keeps the probe's words, drawings, spans and blocks; the parse's
     table finder uses them (through the worker process) and finds the same table."""
+    from corpus_pipeline.common.settings import load_settings
     from corpus_pipeline.parsing.pdf import reads
-    from corpus_pipeline.pipeline import read_rows, run_parse, run_profile
-    from corpus_pipeline.settings import load_settings
+    from corpus_pipeline.pipeline.stages import read_rows, run_parse, run_profile
 
     from .test_pdf_tables import _draw_table
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pymupdf as _pymupdf
 
-from corpus_pipeline.parsing.pdf_table_finder import cell_text, find_ruled_tables
-from corpus_pipeline.parsing.pdf_tables import PageView, find_tables, table_likely
+from corpus_pipeline.parsing.pdf.table_finder import cell_text, find_ruled_tables
+from corpus_pipeline.parsing.pdf.tables import PageView, find_tables, table_likely
 
 mu: Any = _pymupdf
 GREY = (0.9, 0.9, 0.9)

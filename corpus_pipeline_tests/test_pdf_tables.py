@@ -9,7 +9,7 @@ from typing import Any
 import pymupdf as _pymupdf
 import pytest
 
-from corpus_pipeline.parsing.pdf_tables import (
+from corpus_pipeline.parsing.pdf.tables import (
     PdfTable,
     find_tables,
     join_continued_tables,

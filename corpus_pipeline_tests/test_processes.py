@@ -7,7 +7,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 
-from corpus_pipeline import processes
+from corpus_pipeline.pipeline import processes
 
 
 def _parent_pid(conn: Connection) -> None:

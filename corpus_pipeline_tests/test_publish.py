@@ -19,9 +19,9 @@ from corpus_pipeline.publish import publisher
 from corpus_pipeline.publish import tables as t
 from corpus_pipeline.publish.publisher import read_pointer
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
-from query_service.classic import classic_search
-from query_service.revision import open_revision
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
+from query_service.retrieval.classic import classic_search
+from query_service.snapshot.revision import open_revision
 
 from .support import build_documents
 
@@ -114,8 +114,8 @@ def test_a_bulk_publish_streamed_in_small_batches_equals_one_batch(
 ):
     """Rows reach LanceDB in bounded batches and unique chunks reach the index as they are
     read; the revision is the same as when everything is written at once."""
+    from corpus_pipeline.common.settings import load_settings
     from corpus_pipeline.publish import publisher
-    from corpus_pipeline.settings import load_settings
 
     docs: dict[str, bytes | str] = {"alpha.md": ALPHA, "beta.md": BETA, "gamma.md": GAMMA}
     states = []
@@ -251,7 +251,7 @@ def test_documents_sharing_enough_keywords_get_a_related_edge(settings):
 
 _CHILD = """
 import sys
-from corpus_pipeline.settings import load_settings
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.publish.service import publish
 publish(load_settings(home=sys.argv[1]))
 """

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from corpus_pipeline.ingest import IngestResult, ingest
-from corpus_pipeline.pipeline import document_dir
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
+from corpus_pipeline.orchestration.ingest import IngestResult, ingest
+from corpus_pipeline.pipeline.stages import document_dir
 from corpus_pipeline.quality.recall import document_word_recall
-from corpus_pipeline.settings import CorpusSettings, load_settings
 
 from .support import REALWORLD_DOCS as REALWORLD
 from .support import needs_shared

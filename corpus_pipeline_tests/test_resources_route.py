@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts.search import Resource, SearchRequest
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import CorpusSettings, load_settings
 from query_service.config import ServiceSettings
 
 from .http_service import running_service, write_api_keys
@@ -285,10 +285,10 @@ def test_a_shared_table_is_served_by_a_document_that_still_holds_it(tmp_path: Pa
     """Identical tables in two documents are one chunk naming one document's resource; when
     that document leaves the namespace the chunk names the other's."""
     from corpus_pipeline.publish.publisher import publish_items_for, publish_namespace
-    from corpus_pipeline.storage import ObjectStore, SourceRegistry
-    from query_service import store
-    from query_service.classic import classic_search
-    from query_service.revision import open_revision
+    from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
+    from query_service.retrieval.classic import classic_search
+    from query_service.snapshot import store
+    from query_service.snapshot.revision import open_revision
 
     settings = load_settings(home=tmp_path)
     records = build_documents(
@@ -330,8 +330,8 @@ def test_a_shared_table_is_served_by_a_document_that_still_holds_it(tmp_path: Pa
 
 def test_a_revision_published_without_resources_is_republished_whole(tmp_path: Path) -> None:
     from corpus_pipeline.publish.publisher import CURRENT
-    from query_service import store
-    from query_service.revision import open_revision
+    from query_service.snapshot import store
+    from query_service.snapshot.revision import open_revision
 
     settings = load_settings(home=tmp_path)
     records = build_documents(settings, {"a.md": TABLE_DOC.format(title="Alpha")})

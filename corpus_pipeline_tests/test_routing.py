@@ -8,7 +8,7 @@ import pytest
 
 from corpus_pipeline.contracts import DocumentSubject
 from corpus_pipeline.finance.subject import entity_key
-from query_service.routing import Router, Subject
+from query_service.snapshot.routing import Router, Subject
 
 
 def _subject(doc: str, entity: str, ticker: str, end: str, fy: int, fq: int, label: str):

@@ -7,12 +7,12 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.settings import load_settings
-from query_service.classic import classic_search
-from query_service.revision import open_revision
+from query_service.retrieval.classic import classic_search
+from query_service.snapshot.revision import open_revision
 
 from .support import build_documents
 

@@ -10,13 +10,13 @@ import pytest
 from corpus_pipeline.contracts import ChunksFile, DocNav, SectionNode
 from corpus_pipeline.contracts.api import ReadRef, ReadRequest
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.ingest import ingest
+from corpus_pipeline.orchestration.ingest import ingest
 from corpus_pipeline.publish.sections import build_sections, descendants
 from corpus_pipeline.publish.service import publish
-from corpus_pipeline.validation import check_nav
-from query_service.classic import classic_search
-from query_service.revision import open_revision
-from query_service.store import outline, read
+from corpus_pipeline.quality.artifacts import check_nav
+from query_service.retrieval.classic import classic_search
+from query_service.snapshot.revision import open_revision
+from query_service.snapshot.store import outline, read
 
 from .support import build_documents
 

@@ -10,15 +10,15 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.defs.resources import (
     CorpusRootResource,
     ModelSettingsResource,
     ObjectStoreResource,
 )
 from corpus_pipeline.defs.sensors import inbox_sensor, publish_sensor
-from corpus_pipeline.ingest import dagster_instance, ingest
-from corpus_pipeline.settings import load_settings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
+from corpus_pipeline.orchestration.ingest import dagster_instance, ingest
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
 
 @pytest.fixture
@@ -149,7 +149,7 @@ def test_the_publish_sensor_publishes_the_namespace_of_documents_materialised_ou
     the UI starts it — get their namespace (the registry's, not a tag's) published once; a
     namespace published after its documents (as the CLI does) is not published again."""
     from corpus_pipeline.defs.documents import document_pipeline
-    from corpus_pipeline.ingest import publish_namespace_run, resources_for
+    from corpus_pipeline.orchestration.ingest import publish_namespace_run, resources_for
 
     note = tmp_path / "note.md"
     note.write_text("# Ducks\n\nTufted ducks dive.\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corpus_pipeline.settings import CorpusSettings, LLMRole, load_settings
+from corpus_pipeline.common.settings import CorpusSettings, LLMRole, load_settings
 
 from .support import REPO_ROOT
 

@@ -14,9 +14,9 @@ import httpx
 import pytest
 import s3fs
 
-from corpus_pipeline.doctor import revision_mirror
-from corpus_pipeline.ingest import REPO_ROOT
-from corpus_pipeline.settings import load_settings
+from corpus_pipeline.cli.doctor import revision_mirror
+from corpus_pipeline.common.settings import load_settings
+from corpus_pipeline.orchestration.ingest import REPO_ROOT
 
 from .http_service import served, served_by_cli
 from .services import (

@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
+from corpus_pipeline.common.errors import UnsupportedFormatError
 from corpus_pipeline.contracts import FileFormat
-from corpus_pipeline.errors import UnsupportedFormatError
 from corpus_pipeline.parsing.router import parser_for
 from corpus_pipeline.profiling import profile_file, sniff_format
 

@@ -6,9 +6,9 @@ import pytest
 
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.publish.service import publish
-from query_service.classic import classic_search
-from query_service.revision import open_revision
-from query_service.spelling import single_edits, spelled
+from query_service.retrieval.classic import classic_search
+from query_service.retrieval.spelling import single_edits, spelled
+from query_service.snapshot.revision import open_revision
 
 from .support import build_documents
 
@@ -35,7 +35,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def revision(tmp_path_factory):
-    from corpus_pipeline.settings import load_settings
+    from corpus_pipeline.common.settings import load_settings
 
     settings = load_settings(home=tmp_path_factory.mktemp("spelling"))
     build_documents(settings, FILES)

@@ -15,10 +15,10 @@ import boto3  # type: ignore[import-untyped]
 import pytest
 import s3fs
 
-from corpus_pipeline.errors import InvalidInputError, StorageError
-from corpus_pipeline.ingest import ingest
-from corpus_pipeline.settings import load_settings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
+from corpus_pipeline.common.errors import InvalidInputError, StorageError
+from corpus_pipeline.common.settings import load_settings
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
 from .services import AWS_DUMMY_KEY_ID, AWS_DUMMY_SECRET, moto_server, use_moto
 from .support import DOCS
@@ -213,7 +213,7 @@ def _s3_tick(home: Path, cursor: str | None = None) -> Any:
         ObjectStoreResource,
     )
     from corpus_pipeline.defs.sensors import s3_sensor
-    from corpus_pipeline.ingest import dagster_instance
+    from corpus_pipeline.orchestration.ingest import dagster_instance
 
     context = dg.build_sensor_context(
         instance=dagster_instance(load_settings(home=home)),

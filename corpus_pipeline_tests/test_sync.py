@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus_pipeline.sync import SyncMode, plan_sync, scan_folder
+from corpus_pipeline.intake.sync import SyncMode, plan_sync, scan_folder
 
 KNOWN = {"a.pdf": "h1", "b.pdf": "h2", "gone.pdf": "h3"}
 LISTING = {"a.pdf": "h1", "b.pdf": "h2-changed", "c.pdf": "h4"}

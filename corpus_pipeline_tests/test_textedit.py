@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corpus_pipeline.textedit import Edit, apply_edits, shift_offset
+from corpus_pipeline.common.textedit import Edit, apply_edits, shift_offset
 
 
 def test_insertions_keep_their_order_and_report_final_spans():

@@ -10,7 +10,7 @@ import pytest
 
 from corpus_pipeline.contracts import FileFormat, ParsedRow, RowType
 from corpus_pipeline.parsing.pdf import parse_pdf
-from corpus_pipeline.titles import document_title, plausible_declared_title
+from corpus_pipeline.structure.titles import document_title, plausible_declared_title
 from corpus_pipeline_tests.support import run_parser
 
 mu: Any = _pymupdf  # PyMuPDF is untyped; keep mypy --strict quiet at one place

@@ -14,12 +14,12 @@ import dagster as dg
 import pymupdf as _pymupdf
 import pytest
 
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.ingest import dagster_instance, ingest
-from corpus_pipeline.settings import CorpusSettings, load_settings
-from corpus_pipeline.storage import ObjectStore
-from query_service.classic import classic_search
-from query_service.revision import open_revision
+from corpus_pipeline.orchestration.ingest import dagster_instance, ingest
+from corpus_pipeline.storage.store import ObjectStore
+from query_service.retrieval.classic import classic_search
+from query_service.snapshot.revision import open_revision
 
 from .http_service import CORPUS_CLI, finished_job, served
 from .support import needs_tesseract, pdf_data

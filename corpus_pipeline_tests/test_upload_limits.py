@@ -13,8 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from corpus_pipeline.settings import CorpusSettings, load_settings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
 from .http_service import served, write_api_keys
 

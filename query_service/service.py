@@ -11,7 +11,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
-from corpus_pipeline.access import KeyResolver, may_read
+from corpus_pipeline.access.keys import KeyResolver, may_read
 from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.api import (
     CacheStats,
@@ -28,16 +28,16 @@ from corpus_pipeline.contracts.api import (
 )
 from corpus_pipeline.contracts.keys import Principal
 from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
-from query_service import store
-from query_service.agentic import agentic_search
-from query_service.cache import AnswerCache, CacheCounts, CacheKey
-from query_service.classic import classic_search
 from query_service.config import ServiceSettings
-from query_service.planner import make_navigator, make_planner
-from query_service.records import RunRecorder
-from query_service.revision import NamespaceNotFound, Revision
-from query_service.snapshots import SnapshotManager, remote_revisions
-from query_service.stats import AccessStats
+from query_service.retrieval.agentic import agentic_search
+from query_service.retrieval.classic import classic_search
+from query_service.retrieval.planner import make_navigator, make_planner
+from query_service.snapshot import store
+from query_service.snapshot.cache import AnswerCache, CacheCounts, CacheKey
+from query_service.snapshot.records import RunRecorder
+from query_service.snapshot.revision import NamespaceNotFound, Revision
+from query_service.snapshot.snapshots import SnapshotManager, remote_revisions
+from query_service.snapshot.stats import AccessStats
 
 
 class QueryService:

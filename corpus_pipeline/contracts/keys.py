@@ -7,7 +7,7 @@ The query service (reads) and the pipeline's upload API (writes) share one key f
 replaced by it the next time `corpus keys` writes the file), `"*"` means every namespace, and
 `write_namespaces` (default none: read-only) is what the upload API lets the key change. Only
 hashes are compared and kept in memory. Resolving a request's key at run time, and managing
-the file, is `corpus_pipeline.access`.
+the file, is `corpus_pipeline.access.keys`.
 """
 
 from __future__ import annotations

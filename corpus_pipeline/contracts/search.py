@@ -25,7 +25,7 @@ CHANNELS = (
 )
 # The document channel (the best chunks of the documents whose file name, title and opening page
 # match the query's names) speaks only when a query names a dated document (a quarter, or "the
-# latest" of a series: `query_service.documents.named_documents`); its weight, like the page
+# latest" of a series: `query_service.snapshot.documents.named_documents`); its weight, like the page
 # channel's (the chunks printed on a page the question names, "on page 28") and the part
 # channel's (the chunks of a numbered part it names, "Appendix E", "Figure 1"), is the real-world
 # set's choice, checked against the development questions (README: the sweep on both). The

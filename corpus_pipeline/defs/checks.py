@@ -11,10 +11,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from corpus_pipeline import pipeline, validation
+from corpus_pipeline.common.errors import sanitize
+from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.defs.partitions import documents_partitions
-from corpus_pipeline.errors import sanitize
-from corpus_pipeline.settings import CorpusSettings
+from corpus_pipeline.pipeline import stages as pipeline
+from corpus_pipeline.quality import artifacts as validation
 
 # What each check guards, in words: the start of its failure message.
 CHECK_LABELS = {

@@ -8,8 +8,8 @@ most documents takes; in one step the values pass in memory. A document is there
 (re)materialised whole, which is what reprocessing a document means.
 
 The step only orchestrates: the work is done by the plain functions in
-`corpus_pipeline.pipeline`; each document's parse runs in a worker process under time and
-memory limits (`corpus_pipeline.worker`). Every error surfaces as a `dg.Failure` whose message
+`corpus_pipeline.pipeline.stages`; each document's parse runs in a worker process under time and
+memory limits (`corpus_pipeline.pipeline.isolation`). Every error surfaces as a `dg.Failure` whose message
 says in words what failed (never a URL, a key or a path); tracebacks go to the log.
 """
 
@@ -35,7 +35,8 @@ from dagster._core.definitions.data_version import (
 )
 from pydantic import BaseModel, ConfigDict
 
-from corpus_pipeline import pipeline, worker
+from corpus_pipeline.common.errors import CorpusError, StageFailedError, describe_unexpected
+from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import DocumentProfile, Manifest, SourceRecord
 from corpus_pipeline.defs.checks import check_chunks, check_directory, check_nav, check_specs
 from corpus_pipeline.defs.partitions import DOCUMENTS_PER_RUN, documents_partitions
@@ -47,8 +48,8 @@ from corpus_pipeline.defs.resources import (
     resolve_settings,
 )
 from corpus_pipeline.defs.versions import code_version
-from corpus_pipeline.errors import CorpusError, StageFailedError, describe_unexpected
-from corpus_pipeline.settings import CorpusSettings
+from corpus_pipeline.pipeline import isolation as worker
+from corpus_pipeline.pipeline import stages as pipeline
 
 GROUP = "documents"
 STEP = "document_pipeline"

@@ -22,7 +22,7 @@ from corpus_pipeline.defs.resources import (
     resolve_settings,
 )
 from corpus_pipeline.defs.versions import code_version
-from corpus_pipeline.embeddings import embed_document, embedder_for
+from corpus_pipeline.embeddings.vectors import embed_document, embedder_for
 
 GROUP = "dense"
 ASSET = "document_embeddings"

@@ -10,6 +10,7 @@ over stale partitions after a parser change); `publish_revision` publishes them.
 
 import dagster as dg
 
+from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.defs.documents import GROUP
 from corpus_pipeline.defs.resources import (
     CorpusRootResource,
@@ -17,8 +18,7 @@ from corpus_pipeline.defs.resources import (
     ObjectStoreResource,
     resolve_settings,
 )
-from corpus_pipeline.gc import collect_garbage as collect
-from corpus_pipeline.settings import load_settings
+from corpus_pipeline.storage.gc import collect_garbage as collect
 
 STAGE_TAG = "corpus/stage"
 

@@ -5,6 +5,7 @@ namespace's revision, its lineage and when it is stale. Writers are serialised b
 
 import dagster as dg
 
+from corpus_pipeline.common.errors import CorpusError
 from corpus_pipeline.defs.partitions import namespaces_partitions
 from corpus_pipeline.defs.resources import (
     CorpusRootResource,
@@ -12,7 +13,6 @@ from corpus_pipeline.defs.resources import (
     ObjectStoreResource,
     resolve_settings,
 )
-from corpus_pipeline.errors import CorpusError
 from corpus_pipeline.publish.service import publish
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dagster as dg
 from pydantic import Field
 
-from corpus_pipeline.settings import CorpusSettings, load_settings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
+from corpus_pipeline.common.settings import CorpusSettings, load_settings
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
 
 class CorpusRootResource(dg.ConfigurableResource):  # type: ignore[type-arg]

@@ -26,6 +26,9 @@ from dagster._core.storage.tags import (  # the tags Dagster's own range backfil
     ASSET_PARTITION_RANGE_START_TAG,
 )
 
+from corpus_pipeline.common.errors import CorpusError
+from corpus_pipeline.common.ids import document_id_for
+from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.defs.jobs import (
     STAGE_TAG,
@@ -48,12 +51,8 @@ from corpus_pipeline.defs.resources import (
     registry_for,
     resolve_settings,
 )
-from corpus_pipeline.door import admit
-from corpus_pipeline.errors import CorpusError
-from corpus_pipeline.ids import document_id_for
-from corpus_pipeline.ingest import forget_document
-from corpus_pipeline.settings import CorpusSettings
-from corpus_pipeline.sync import (
+from corpus_pipeline.intake.door import admit
+from corpus_pipeline.intake.sync import (
     FolderEntry,
     SyncMode,
     SyncPlan,
@@ -62,6 +61,7 @@ from corpus_pipeline.sync import (
     scan_bucket,
     scan_folder,
 )
+from corpus_pipeline.orchestration.ingest import forget_document
 
 _ACTIVE = [
     dg.DagsterRunStatus.QUEUED,

@@ -18,20 +18,19 @@ PACKAGE = Path(__file__).resolve().parent.parent
 
 # Asset → the modules (files or packages, relative to corpus_pipeline/) whose code decides it.
 STAGE_SOURCES: dict[str, tuple[str, ...]] = {
-    "source_document": ("storage.py",),
+    "source_document": ("storage/store.py",),
     "document_profile": ("profiling",),
     "parsed_document": (
         "parsing",
-        "hierarchy.py",
-        "titles.py",
-        "textedit.py",
-        "dates.py",
+        "structure/hierarchy.py",
+        "structure/titles.py",
+        "common/textedit.py",
         "finance",
     ),
-    "document_chunks": ("chunking.py", "enrich", "ids.py", "finance"),
-    "document_nav": ("nav.py",),
-    "document_manifest": ("pipeline.py", "validation.py", "contracts"),
-    "document_embeddings": ("embeddings.py",),
+    "document_chunks": ("structure/chunking.py", "enrich", "common/ids.py", "finance"),
+    "document_nav": ("structure/nav.py",),
+    "document_manifest": ("pipeline/stages.py", "quality/artifacts.py", "contracts"),
+    "document_embeddings": ("embeddings/vectors.py",),
 }
 
 

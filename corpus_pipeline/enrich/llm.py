@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corpus_pipeline.common.settings import CorpusSettings, LLMRole
 from corpus_pipeline.enrich.text import Passage, extractive_summary, passage_text
-from corpus_pipeline.settings import CorpusSettings, LLMRole
 
 Summarizer = Callable[[Passage], str]
 Content = str | list[dict[str, Any]]

@@ -1,7 +1,7 @@
 """What every parser strategy gets (a `ParseContext`) and gives back (rows via `emit`).
 
 Parsers only describe blocks in reading order; hierarchy paths are assigned afterwards by one
-shared heading stack (`corpus_pipeline.hierarchy`), so every format closes levels the same way.
+shared heading stack (`corpus_pipeline.structure.hierarchy`), so every format closes levels the same way.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from corpus_pipeline.common.errors import CorruptDocumentError
 from corpus_pipeline.contracts import Diagnostic, DocumentProfile, LinkSpan, ParsedRow, RowType
 from corpus_pipeline.enrich.tokens import count_tokens
-from corpus_pipeline.errors import CorruptDocumentError
 from corpus_pipeline.parsing.tables import TableGrid, split_rows
 
 T = TypeVar("T")
@@ -30,7 +30,7 @@ T = TypeVar("T")
 MAX_TABLE_TOKENS = 600
 
 if TYPE_CHECKING:
-    from corpus_pipeline.settings import CorpusSettings
+    from corpus_pipeline.common.settings import CorpusSettings
 
 DiagnosticStage = Literal["ingest", "profile", "parse", "hierarchy", "chunks", "nav", "manifest"]
 
@@ -279,12 +279,12 @@ class ParseContext:
     rows: list[ParsedRow] = field(default_factory=list)
     # Parse budget and model roles; None = the defaults of `CorpusSettings`.
     settings: CorpusSettings | None = field(default=None, repr=False)
-    # Opens an encrypted source; memory only (see corpus_pipeline.secrets), never logged.
+    # Opens an encrypted source; memory only (see corpus_pipeline.common.secrets), never logged.
     password: str | None = field(default=None, repr=False)
     # The title the file declares in its metadata (PDF info, Office core properties), as read;
-    # `corpus_pipeline.titles` decides whether it names the document.
+    # `corpus_pipeline.structure.titles` decides whether it names the document.
     declared_title: str | None = None
-    # The date the file's metadata declares (`corpus_pipeline.dates`); the document's date when
+    # The date the file's metadata declares (`corpus_pipeline.parsing.dates`); the document's date when
     # the uploader gave none.
     declared_date: date | None = None
     # The label printed on each physical page ('' where none; paginated formats only): what a

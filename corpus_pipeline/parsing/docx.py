@@ -22,10 +22,10 @@ from urllib.parse import unquote
 
 from lxml import etree
 
+from corpus_pipeline.common.errors import CorruptDocumentError
 from corpus_pipeline.contracts import LinkSpan, RowType
-from corpus_pipeline.dates import declared_office_date
-from corpus_pipeline.errors import CorruptDocumentError
 from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.dates import declared_office_date
 from corpus_pipeline.parsing.tables import GridBuilder, TableGrid
 
 _W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"

@@ -19,8 +19,8 @@ from typing import Any
 import pymupdf
 from PIL import Image, UnidentifiedImageError
 
+from corpus_pipeline.common.errors import CorruptDocumentError
 from corpus_pipeline.contracts import RowType
-from corpus_pipeline.errors import CorruptDocumentError
 from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext
 
 _mupdf: Any = pymupdf  # PyMuPDF is only partly annotated

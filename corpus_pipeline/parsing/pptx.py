@@ -20,8 +20,8 @@ from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 
 from corpus_pipeline.contracts import RowType
-from corpus_pipeline.dates import declared_office_date
 from corpus_pipeline.parsing.base import ParseContext, load_or_corrupt
+from corpus_pipeline.parsing.dates import declared_office_date
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
 
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"

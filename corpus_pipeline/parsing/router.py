@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-import importlib
-
+from corpus_pipeline.common.errors import UnsupportedFormatError
 from corpus_pipeline.contracts import DocumentProfile, FileFormat, RoutingDecision
-from corpus_pipeline.errors import UnsupportedFormatError
 from corpus_pipeline.parsing.base import Parser
 
-# Strategy → "module:function", imported on first use (a format's libraries load only when a
-# file of that format is parsed).
-_STRATEGIES = {
-    "docx": "corpus_pipeline.parsing.docx:parse_docx",
-    "html": "corpus_pipeline.parsing.html:parse_html",
-    "markdown": "corpus_pipeline.parsing.markdown:parse_markdown",
-    "text": "corpus_pipeline.parsing.text:parse_text",
-    "pdf": "corpus_pipeline.parsing.pdf:parse_pdf",
-    "xlsx": "corpus_pipeline.parsing.xlsx:parse_xlsx",
-    "xls": "corpus_pipeline.parsing.xlsx:parse_xls",
-    "ods": "corpus_pipeline.parsing.xlsx:parse_ods",
-    "pptx": "corpus_pipeline.parsing.pptx:parse_pptx",
-    "image": "corpus_pipeline.parsing.image:parse_image",
-    "segments_json": "corpus_pipeline.parsing.segments:parse_segments",
-}
+_STRATEGIES = frozenset(
+    [
+        "docx",
+        "html",
+        "markdown",
+        "text",
+        "pdf",
+        "xlsx",
+        "xls",
+        "ods",
+        "pptx",
+        "image",
+        "segments_json",
+    ]
+)
 
 
 def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
@@ -40,9 +38,51 @@ def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
 
 def parser_for(profile: DocumentProfile) -> Parser:
     """The strategy function for a profile, or an error that names the format."""
-    target = _STRATEGIES.get(profile.routing.strategy)
-    if target is None:
-        raise UnsupportedFormatError(profile.format.value, profile.routing.reason)
-    module, _, function = target.partition(":")
-    parser: Parser = getattr(importlib.import_module(module), function)
-    return parser
+    # Each format's module is imported here, on first use: its libraries load only when a file
+    # of that format is parsed.
+    match profile.routing.strategy:
+        case "docx":
+            from corpus_pipeline.parsing.docx import parse_docx
+
+            return parse_docx
+        case "html":
+            from corpus_pipeline.parsing.html import parse_html
+
+            return parse_html
+        case "markdown":
+            from corpus_pipeline.parsing.markdown import parse_markdown
+
+            return parse_markdown
+        case "text":
+            from corpus_pipeline.parsing.text import parse_text
+
+            return parse_text
+        case "pdf":
+            from corpus_pipeline.parsing.pdf import parse_pdf
+
+            return parse_pdf
+        case "xlsx":
+            from corpus_pipeline.parsing.xlsx import parse_xlsx
+
+            return parse_xlsx
+        case "xls":
+            from corpus_pipeline.parsing.xlsx import parse_xls
+
+            return parse_xls
+        case "ods":
+            from corpus_pipeline.parsing.xlsx import parse_ods
+
+            return parse_ods
+        case "pptx":
+            from corpus_pipeline.parsing.pptx import parse_pptx
+
+            return parse_pptx
+        case "image":
+            from corpus_pipeline.parsing.image import parse_image
+
+            return parse_image
+        case "segments_json":
+            from corpus_pipeline.parsing.segments import parse_segments
+
+            return parse_segments
+    raise UnsupportedFormatError(profile.format.value, profile.routing.reason)

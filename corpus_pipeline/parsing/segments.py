@@ -18,9 +18,9 @@ from lxml import etree
 from lxml import html as lxml_html
 from pydantic import TypeAdapter, ValidationError
 
+from corpus_pipeline.common.errors import CorruptDocumentError, InvalidInputError
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.contracts.rows import ImportedSegment
-from corpus_pipeline.errors import CorruptDocumentError, InvalidInputError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.html import decode_data_uri, table_grid_from_element
 from corpus_pipeline.parsing.text import read_source_text

@@ -15,10 +15,10 @@ from pathlib import Path
 from lxml import etree
 from lxml import html as lxml_html
 
+from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import DocumentProfile, FileFormat
 from corpus_pipeline.parsing.router import route
 from corpus_pipeline.profiling.sniff import decode_text, sniff_format
-from corpus_pipeline.settings import CorpusSettings
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _LANG_SAMPLE = 8000
@@ -235,8 +235,8 @@ def _text_facts(text: str, fmt: FileFormat) -> dict[str, object]:
 def _pdf_facts(
     path: Path, password: str | None, split_pages: int | None, settings: CorpusSettings | None
 ) -> dict[str, object]:
+    from corpus_pipeline.parsing.pdf.profile import llm_classification, open_pdf, profile_pdf
     from corpus_pipeline.parsing.pdf.reads import PageReads, keep
-    from corpus_pipeline.profiling.pdf_profile import llm_classification, open_pdf, profile_pdf
 
     every = split_pages or (
         settings.pdf_split_pages

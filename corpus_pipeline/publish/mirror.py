@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from corpus_pipeline.common.errors import CorpusError, MirrorError
 from corpus_pipeline.contracts.search import RevisionFile, RevisionFiles, RevisionPointer
-from corpus_pipeline.errors import CorpusError, MirrorError
 from corpus_pipeline.publish.publisher import (
     CURRENT,
     INDEX_LOCK_FILES,
@@ -39,7 +39,7 @@ from corpus_pipeline.publish.publisher import (
     read_pointer,
     write_pointer,
 )
-from corpus_pipeline.storage import ObjectStore
+from corpus_pipeline.storage.store import ObjectStore
 
 log = logging.getLogger("corpus.mirror")
 

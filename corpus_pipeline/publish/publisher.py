@@ -686,7 +686,7 @@ def publish_namespace(
 def _vector_rows(item: PublishItem, chunks: ChunksFile, revision: int) -> list[dict[str, Any]]:
     """The document's vectors of the chunks it holds now (a vector file written for an older
     chunk set contributes only the chunks that are still there)."""
-    from corpus_pipeline.embeddings import read_vectors
+    from corpus_pipeline.embeddings.vectors import read_vectors
 
     assert item.vectors is not None
     spec, vectors = read_vectors(item.vectors)

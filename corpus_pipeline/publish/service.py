@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from corpus_pipeline.embeddings import embedder_for, vectors_path
+from corpus_pipeline.common.settings import CorpusSettings
+from corpus_pipeline.embeddings.vectors import embedder_for, vectors_path
 from corpus_pipeline.publish.mirror import push
 from corpus_pipeline.publish.publisher import PublishReport, publish_items_for, publish_namespace
-from corpus_pipeline.settings import CorpusSettings
-from corpus_pipeline.storage import ObjectStore, SourceRegistry
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
 
 def known_namespaces(settings: CorpusSettings) -> list[str]:

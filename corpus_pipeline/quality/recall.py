@@ -31,7 +31,7 @@ from corpus_pipeline.parsing.pdf.layout import (
     strip_furniture,
     text_space,
 )
-from corpus_pipeline.profiling.pdf_profile import open_pdf
+from corpus_pipeline.parsing.pdf.profile import open_pdf
 
 # Ideographs and kana are words one character at a time: the parser joins wrapped CJK lines
 # without a space, the plain text keeps the line break, and both must give the same words.

@@ -14,16 +14,18 @@ import re
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 import pymupdf
 
+from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import PdfProfile, PdfTocEntry, RowType
-from corpus_pipeline.dates import declared_pdf_date
 from corpus_pipeline.enrich.llm import ChatModel
 from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext, part_errors
+from corpus_pipeline.parsing.dates import declared_pdf_date
+from corpus_pipeline.parsing.pdf import images as pdf_images
 from corpus_pipeline.parsing.pdf import reads
+from corpus_pipeline.parsing.pdf import tables as pdf_tables
 from corpus_pipeline.parsing.pdf.headings import (
     CAPTION,
     LLMJudge,
@@ -72,7 +74,6 @@ from corpus_pipeline.parsing.pdf.ocr import (
 )
 from corpus_pipeline.parsing.pdf.page_labels import printed_labels
 from corpus_pipeline.parsing.pdf.prefetch import PagePrefetch, can_fork
-from corpus_pipeline.settings import CorpusSettings
 
 # PyMuPDF is only partly annotated; its objects are handled as `Any` so strict mypy stays useful.
 Page = Any
@@ -92,7 +93,7 @@ HELPER_MIN_PAGES = 32
 def parse_pdf(ctx: ParseContext) -> None:
     """Read a PDF into rows; refuses truncated, empty or locked files with a CorpusError."""
     # Imported here: the profiler itself imports this package's layout module.
-    from corpus_pipeline.profiling.pdf_profile import mupdf_messages, open_pdf, profile_pdf
+    from corpus_pipeline.parsing.pdf.profile import mupdf_messages, open_pdf, profile_pdf
 
     mupdf_messages()  # start from a clean slate: only this file's messages are recorded
     carried: list[str] = []
@@ -153,16 +154,6 @@ def _declared_labels(doc: Document) -> list[str]:
         return []
 
 
-def _optional(name: str) -> ModuleType | None:
-    """The table/image modules are written in parallel; read PDFs without them if absent."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"corpus_pipeline.parsing.{name}")
-    except ImportError:
-        return None
-
-
 @dataclass
 class _Page:
     number: int
@@ -197,8 +188,6 @@ class _Reader:
         self.sampled_tables = {f.page: f.table_likely for f in pdf.pages}
         self.page_reads = reads.take(ctx.source_path)  # the profile's reads of sampled pages
         self.toc_trusted = False
-        self.tables = _optional("pdf_tables")
-        self.images = _optional("pdf_images")
         self.ocr_lang = tesseract_lang(ctx.profile.language)
         self.ocr_warned = False
         self.ocr_pages = 0
@@ -305,7 +294,7 @@ class _Reader:
     def _own_file(self) -> None:
         """In the helper, first: a document of its own. The forked one shares the parse's open
         file, and with it the file offset, so reads of the two processes would interleave."""
-        from corpus_pipeline.profiling.pdf_profile import mupdf_messages, open_pdf
+        from corpus_pipeline.parsing.pdf.profile import mupdf_messages, open_pdf
 
         self.doc = open_pdf(self.ctx.source_path, self.ctx.password)
         mupdf_messages()  # the parse's, copied by the fork: not the helper's to report
@@ -314,7 +303,7 @@ class _Reader:
         """In the helper: what `_read_page` reads of the page that depends on nothing else —
         its text blocks and, unless the page is one to OCR, its tables with the diagnostics
         their finding recorded — and MuPDF's messages meanwhile. None: the parse reads it."""
-        from corpus_pipeline.profiling.pdf_profile import mupdf_messages
+        from corpus_pipeline.parsing.pdf.profile import mupdf_messages
 
         self.ctx.diagnostics = DiagnosticSink()  # this process's copy: what the page adds
         try:
@@ -335,7 +324,7 @@ class _Reader:
         fetched = self.prefetch.take(number) if self.prefetch is not None else None
         if fetched is None:
             return
-        from corpus_pipeline.profiling.pdf_profile import mupdf_messages
+        from corpus_pipeline.parsing.pdf.profile import mupdf_messages
 
         blocks, tables, messages = fetched
         self.page_reads.blocks[number] = blocks
@@ -443,23 +432,20 @@ class _Reader:
             ctx.diagnostics.items.extend(recorded)
         else:
             self._find_tables(p, page, textpage, chars)
-        if self.images is not None:
-            with ctx.part(
-                "image",
-                f"images on page {number} could not be listed; skipped",
-                page=number,
-                code="image.failed",
-            ):
-                p.images = list(
-                    self.images.extract_images(
-                        self.doc, page, number, self.seen_xrefs, ctx.diagnostics
-                    )
-                )
+        with ctx.part(
+            "image",
+            f"images on page {number} could not be listed; skipped",
+            page=number,
+            code="image.failed",
+        ):
+            p.images = list(
+                pdf_images.extract_images(self.doc, page, number, self.seen_xrefs, ctx.diagnostics)
+            )
         self.chars += chars
 
     def _find_tables(self, p: _Page, page: Any, textpage: Any, chars: int) -> None:
         number = p.number
-        if self.tables is None or not chars:
+        if not chars:
             return
         with self.ctx.part(
             "table",
@@ -471,12 +457,12 @@ class _Reader:
             known = self.sampled_tables.get(number)
             if known is not False:
                 # One text page for test and finder (the layout's, else built on first use).
-                view = self.tables.PageView(page, textpage)
+                view = pdf_tables.PageView(page, textpage)
                 probed = self.page_reads.tables.pop(number, None)
                 if probed is not None:
                     view.keep_reads(probed)  # the profile's probe read it all already
-                if known or self.tables.table_likely(view):
-                    p.tables = list(self.tables.find_tables(view, number, self.ctx.diagnostics))
+                if known or pdf_tables.table_likely(view):
+                    p.tables = list(pdf_tables.find_tables(view, number, self.ctx.diagnostics))
 
     def _start_ocr(self, p: _Page, image: Any) -> None:
         """Recognise a rendered page on the OCR pool (`ocr_workers` Tesseract processes side by
@@ -511,7 +497,7 @@ class _Reader:
     def _join_tables(self, pages: list[_Page]) -> set[int]:
         """Join tables continued over a page break; returns ids of the tables to emit."""
         parts = [t for p in pages for t in p.tables]
-        if not parts or self.tables is None:
+        if not parts:
             return {id(t) for t in parts}
         by_number = {p.number: p for p in pages}
 
@@ -526,7 +512,7 @@ class _Reader:
                 if b.bbox[3] <= box[1] + 1 and not _inside(b.bbox, box)
             ]
 
-        joined = self.tables.join_continued_tables(
+        joined = pdf_tables.join_continued_tables(
             parts, {p.number: p.height for p in pages}, text_above
         )
         by_start = {(t.page, tuple(t.bbox)): t for t in joined}
@@ -544,12 +530,10 @@ class _Reader:
         return emit
 
     def _drop_repeated_images(self, pages: list[_Page]) -> None:
-        if self.images is None:
-            return
         images = [i for p in pages for i in p.images]
         if not images:
             return
-        kept = {id(i) for i in self.images.drop_repeated(images, self.doc.page_count)}
+        kept = {id(i) for i in pdf_images.drop_repeated(images, self.doc.page_count)}
         for p in pages:
             p.images = [i for i in p.images if id(i) in kept]
 

@@ -1,0 +1,1 @@
+"""Who may read and write which namespace: API keys resolved to principals, failing closed."""

@@ -1,0 +1,1 @@
+"""The `corpus` command."""

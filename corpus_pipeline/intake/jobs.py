@@ -1,0 +1,581 @@
+"""Ingestion jobs of the upload API: one row per delivered file, leased to the worker running it.
+
+A job row is written, as `queued`, after its bytes are stored and before anything can pick it
+up. A worker claims the oldest queued job (never one whose document another job is processing)
+and holds a lease on it: `lease_owner` (a token of this claim), `lease_expires_at` and
+`attempts` (claims so far). It renews the lease while it works (`keep_leased`, a heartbeat
+thread) and finishes the job as `done` (with the published revision) or `error` (with a message
+in words: no URL, host or traceback). Nobody renews the lease of a worker whose process died
+(`kill -9`, the OOM killer, a crash): `expire` queues its job again, or after `max_attempts`
+interrupted attempts fails it naming the file, so a crash loses no job and leaves no namespace
+"indexing" for ever. Timestamps are UTC ISO 8601.
+
+One interface, two backends: SQLite under the home (one machine; the claim is one atomic
+statement) and PostgreSQL when the deployment's Dagster storage is PostgreSQL
+(`deploy/dagster.postgres.yaml`), so upload-API processes on several machines share one queue
+and never run the same job (`SELECT … FOR UPDATE SKIP LOCKED`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from contextlib import closing, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from corpus_pipeline.common.settings import CorpusSettings
+from corpus_pipeline.contracts.jobs import Job, JobKind
+
+logger = logging.getLogger(__name__)
+
+_COLUMNS = """
+    job_id text primary key,
+    kind text not null default 'document',
+    document_id text not null,
+    namespace text not null,
+    source_file_name text not null,
+    status text not null,
+    error_message text,
+    revision integer,
+    created_at text not null,
+    started_at text,
+    finished_at text,
+    attempts integer not null default 0,
+    lease_owner text,
+    lease_expires_at {timestamp}
+"""
+# Added in place to a job table from before leases (its `processing` rows have no lease, so
+# `expire` queues them again).
+_LEASE_COLUMNS = {
+    "attempts": "integer not null default 0",
+    "lease_owner": "text",
+    "lease_expires_at": "{timestamp}",
+}
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def _now() -> str:
+    return _iso(datetime.now(UTC))
+
+
+def interrupted_message(source_file_name: str, attempts: int) -> str:
+    """The error of a job whose every attempt was interrupted."""
+    return f"'{source_file_name}': processing was interrupted {attempts} times"
+
+
+class JobStore(ABC):
+    """The job table; `lease_seconds` is how long a claim holds without a renewal,
+    `max_attempts` how many interrupted attempts a job gets before it fails."""
+
+    def __init__(self, lease_seconds: float = 60.0, max_attempts: int = 3) -> None:
+        self.lease_seconds = lease_seconds
+        self.max_attempts = max_attempts
+
+    @abstractmethod
+    def create(
+        self, document_id: str, namespace: str, source_file_name: str, kind: JobKind = "document"
+    ) -> Job: ...
+
+    @abstractmethod
+    def get(self, job_id: str) -> Job | None: ...
+
+    @abstractmethod
+    def claim(self, owner: str | None = None) -> Job | None:
+        """The oldest queued job, now `processing` and leased to `owner` (a fresh token when
+        None; renew and finish with the returned job's `lease_owner`), its attempt counted;
+        None when nothing can be claimed. A job whose document another job is processing
+        waits (one document's partition is never run twice side by side). Claimers in any
+        thread or process never claim one job twice."""
+
+    @abstractmethod
+    def renew(self, job_id: str, owner: str) -> bool:
+        """Extend the lease by `lease_seconds`; False when `owner` no longer holds it."""
+
+    @abstractmethod
+    def finish(
+        self,
+        job_id: str,
+        error_message: str | None = None,
+        revision: int | None = None,
+        owner: str | None = None,
+    ) -> bool:
+        """`done` (or `error` with `error_message`); with `owner`, only while that claim still
+        holds the job (a worker whose lease ran out and was taken over records nothing)."""
+
+    @abstractmethod
+    def release(self, job_id: str, owner: str) -> Job | None:
+        """The holder gives an interrupted job back (its worker process died): queued again,
+        or `error` after `max_attempts`. None when `owner` no longer holds it."""
+
+    @abstractmethod
+    def expire(self) -> list[Job]:
+        """Every `processing` job whose lease ran out, queued again or failed after
+        `max_attempts` (as `release`); the jobs as they are now."""
+
+    @abstractmethod
+    def requeue(self, job_id: str) -> Job | None:
+        """A failed job queued again with its attempts reset (None when it is not in `error`)."""
+
+    @abstractmethod
+    def counts(self, namespace: str) -> dict[str, int]: ...
+
+    def _after_interruption(self, attempts: int, source_file_name: str) -> tuple[str, str | None]:
+        if attempts >= self.max_attempts:
+            return "error", interrupted_message(source_file_name, attempts)
+        return "queued", None
+
+    @contextmanager
+    def keep_leased(self, job: Job, every: float) -> Iterator[None]:
+        """Renew `job`'s lease every `every` seconds while the block runs (a heartbeat thread):
+        a long document keeps its lease, and a dead worker stops renewing it."""
+        assert job.lease_owner is not None, "only a claimed job has a lease"
+        owner = job.lease_owner
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(every):
+                try:
+                    if not self.renew(job.job_id, owner):
+                        logger.warning("job %s: lease lost (taken over after expiry)", job.job_id)
+                        return
+                except Exception:  # a busy or unreachable store: try again at the next beat
+                    logger.exception("job %s: lease not renewed", job.job_id)
+
+        thread = threading.Thread(target=beat, name=f"corpus-lease-{job.job_id[:8]}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
+
+
+class SQLiteJobStore(JobStore):
+    """Jobs in one SQLite file (WAL): every write is one transaction under SQLite's write
+    lock, so claims in any thread or process of this machine are atomic."""
+
+    def __init__(self, path: Path, lease_seconds: float = 60.0, max_attempts: int = 3) -> None:
+        super().__init__(lease_seconds, max_attempts)
+        self.path = path
+        self._local = threading.local()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute("pragma journal_mode=wal")
+        with self._transaction() as db:  # two processes migrating at once: one does it
+            db.execute(f"create table if not exists jobs ({_COLUMNS.format(timestamp='text')})")
+            present = {row["name"] for row in db.execute("pragma table_info(jobs)")}
+            for column, declaration in _LEASE_COLUMNS.items():
+                if column not in present:
+                    db.execute(
+                        f"alter table jobs add column {column} {declaration.format(timestamp='text')}"
+                    )
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, opened once: closing the last connection to a WAL file
+        checkpoints it (with an fsync), which made every `/readyz` and job lookup pay 10-100 ms
+        while uploads were written (`benchmarks/upload_door.py`)."""
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.row_factory = sqlite3.Row
+            self._local.db = db
+        yield db
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._connect() as db:
+            db.execute("begin immediate")
+            try:
+                yield db
+            except BaseException:
+                db.execute("rollback")
+                raise
+            db.execute("commit")
+
+    def _lease_end(self) -> str:
+        return _iso(datetime.now(UTC) + timedelta(seconds=self.lease_seconds))
+
+    def create(
+        self, document_id: str, namespace: str, source_file_name: str, kind: JobKind = "document"
+    ) -> Job:
+        job = Job(
+            job_id=uuid.uuid4().hex,
+            kind=kind,
+            document_id=document_id,
+            namespace=namespace,
+            source_file_name=source_file_name,
+            status="queued",
+            created_at=_now(),
+        )
+        with self._connect() as db:
+            db.execute(
+                "insert into jobs (job_id, kind, document_id, namespace, source_file_name, status,"
+                " created_at) values (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    job.job_id,
+                    kind,
+                    document_id,
+                    namespace,
+                    source_file_name,
+                    "queued",
+                    job.created_at,
+                ),
+            )
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        with self._connect() as db:
+            row = db.execute("select * from jobs where job_id = ?", (job_id,)).fetchone()
+        return Job(**dict(row)) if row else None
+
+    def claim(self, owner: str | None = None) -> Job | None:
+        with self._connect() as db:
+            row = db.execute(
+                "update jobs set status = 'processing', started_at = ?, attempts = attempts + 1,"
+                " lease_owner = ?, lease_expires_at = ? where job_id = ("
+                " select job_id from jobs where status = 'queued' and document_id not in"
+                " (select document_id from jobs where status = 'processing')"
+                " order by created_at, rowid limit 1) returning *",  # rowid: insertion order
+                (_now(), owner or uuid.uuid4().hex, self._lease_end()),
+            ).fetchone()
+        return Job(**dict(row)) if row else None
+
+    def renew(self, job_id: str, owner: str) -> bool:
+        with self._connect() as db:
+            cursor = db.execute(
+                "update jobs set lease_expires_at = ? where job_id = ? and lease_owner = ?"
+                " and status = 'processing'",
+                (self._lease_end(), job_id, owner),
+            )
+        return cursor.rowcount == 1
+
+    def finish(
+        self,
+        job_id: str,
+        error_message: str | None = None,
+        revision: int | None = None,
+        owner: str | None = None,
+    ) -> bool:
+        status = "error" if error_message else "done"
+        held = "" if owner is None else " and lease_owner = ? and status = 'processing'"
+        with self._connect() as db:
+            cursor = db.execute(
+                "update jobs set status = ?, error_message = ?, revision = ?, finished_at = ?,"
+                f" lease_owner = null, lease_expires_at = null where job_id = ?{held}",
+                (
+                    status,
+                    error_message,
+                    revision,
+                    _now(),
+                    job_id,
+                    *([] if owner is None else [owner]),
+                ),
+            )
+        return cursor.rowcount == 1
+
+    def release(self, job_id: str, owner: str) -> Job | None:
+        with self._transaction() as db:
+            row = db.execute(
+                "select * from jobs where job_id = ? and lease_owner = ? and status = 'processing'",
+                (job_id, owner),
+            ).fetchone()
+            return self._interrupt(db, row) if row else None
+
+    def expire(self) -> list[Job]:
+        due = (
+            "select * from jobs where status = 'processing'"
+            " and (lease_expires_at is null or lease_expires_at < ?)"
+        )
+        with self._connect() as db:  # a read first: the write lock only when something is due
+            if db.execute(due + " limit 1", (_now(),)).fetchone() is None:
+                return []
+        with self._transaction() as db:
+            return [self._interrupt(db, row) for row in db.execute(due, (_now(),)).fetchall()]
+
+    def _interrupt(self, db: sqlite3.Connection, row: sqlite3.Row) -> Job:
+        status, message = self._after_interruption(row["attempts"], row["source_file_name"])
+        updated = db.execute(
+            "update jobs set status = ?, error_message = ?,"
+            " started_at = case when ? = 'queued' then null else started_at end,"
+            " finished_at = case when ? = 'error' then ? else null end,"
+            " lease_owner = null, lease_expires_at = null where job_id = ? returning *",
+            (status, message, status, status, _now(), row["job_id"]),
+        ).fetchone()
+        return Job(**dict(updated))
+
+    def requeue(self, job_id: str) -> Job | None:
+        with self._connect() as db:
+            row = db.execute(
+                "update jobs set status = 'queued', error_message = null, revision = null,"
+                " started_at = null, finished_at = null, attempts = 0, lease_owner = null,"
+                " lease_expires_at = null where job_id = ? and status = 'error' returning *",
+                (job_id,),
+            ).fetchone()
+        return Job(**dict(row)) if row else None
+
+    def counts(self, namespace: str) -> dict[str, int]:
+        with self._connect() as db:
+            rows = db.execute(
+                "select status, count(*) from jobs where namespace = ? group by status",
+                (namespace,),
+            ).fetchall()
+        return {str(status): int(n) for status, n in rows}
+
+
+# Advisory lock keys (class, object) of the PostgreSQL store: its schema changes, and a claim's
+# hold on one document (the object is the document id's hash).
+_PG_LOCK_CLASS = 0x636F7270  # "corp"
+_PG_SCHEMA_LOCK = 0
+
+
+class PostgresJobStore(JobStore):
+    """Jobs in the table `corpus_jobs` of a PostgreSQL database (the deployment's Dagster
+    database): upload-API processes on any machine share it. Leases run on the database's
+    clock, so the machines' clocks need not agree."""
+
+    def __init__(
+        self, connection: Mapping[str, Any], lease_seconds: float = 60.0, max_attempts: int = 3
+    ) -> None:
+        super().__init__(lease_seconds, max_attempts)
+        self._connection = dict(connection)
+        with self._cursor() as cur:  # two processes creating the table at once: one does it
+            cur.execute("select pg_advisory_xact_lock(%s, %s)", (_PG_LOCK_CLASS, _PG_SCHEMA_LOCK))
+            cur.execute(
+                "create table if not exists corpus_jobs (seq bigserial not null,"
+                f" {_COLUMNS.format(timestamp='timestamptz')})"
+            )
+            for column, declaration in _LEASE_COLUMNS.items():
+                cur.execute(
+                    f"alter table corpus_jobs add column if not exists {column}"
+                    f" {declaration.format(timestamp='timestamptz')}"
+                )
+            cur.execute(
+                "create index if not exists corpus_jobs_queue"
+                " on corpus_jobs (status, created_at, seq)"
+            )
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        """A cursor in one transaction (committed when the block ends, rolled back on an
+        error) on a connection of its own, closed after."""
+        import psycopg2  # type: ignore[import-untyped]
+        from psycopg2.extras import RealDictCursor  # type: ignore[import-untyped]
+
+        with (
+            closing(psycopg2.connect(connect_timeout=10, **self._connection)) as conn,
+            conn,
+            conn.cursor(cursor_factory=RealDictCursor) as cur,
+        ):
+            yield cur
+
+    @staticmethod
+    def _job(row: Mapping[str, Any] | None) -> Job | None:
+        if row is None:
+            return None
+        values = {k: v for k, v in row.items() if k != "seq"}
+        if isinstance(values["lease_expires_at"], datetime):
+            values["lease_expires_at"] = _iso(values["lease_expires_at"])
+        return Job(**values)
+
+    def create(
+        self, document_id: str, namespace: str, source_file_name: str, kind: JobKind = "document"
+    ) -> Job:
+        with self._cursor() as cur:
+            cur.execute(
+                "insert into corpus_jobs (job_id, kind, document_id, namespace, source_file_name,"
+                " status, created_at) values (%s, %s, %s, %s, %s, 'queued', %s) returning *",
+                (uuid.uuid4().hex, kind, document_id, namespace, source_file_name, _now()),
+            )
+            job = self._job(cur.fetchone())
+        assert job is not None
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        with self._cursor() as cur:
+            cur.execute("select * from corpus_jobs where job_id = %s", (job_id,))
+            return self._job(cur.fetchone())
+
+    def claim(self, owner: str | None = None) -> Job | None:
+        """Concurrent claimers each lock a different queued row (`FOR UPDATE SKIP LOCKED`).
+        The one-document rule needs more than row locks: two claimers could each lock a job
+        of one document. So a claim also takes its document's advisory lock and, holding it,
+        checks again (a new statement sees every claim committed before) that no job of the
+        document is processing; a document held by another claimer is passed over."""
+        owner = owner or uuid.uuid4().hex
+        passed: list[str] = []
+        while True:
+            with self._cursor() as cur:
+                cur.execute(
+                    "select job_id, document_id from corpus_jobs where status = 'queued'"
+                    " and document_id not in"
+                    " (select document_id from corpus_jobs where status = 'processing')"
+                    " and not (document_id = any(%s))"
+                    " order by created_at, seq limit 1 for update skip locked",
+                    (passed,),
+                )
+                candidate = cur.fetchone()
+                if candidate is None:
+                    return None
+                document_id = candidate["document_id"]
+                cur.execute(
+                    "select pg_try_advisory_xact_lock(%s, hashtext(%s)) as held",
+                    (_PG_LOCK_CLASS, document_id),
+                )
+                held = cur.fetchone()["held"]
+                if held:
+                    cur.execute(
+                        "select 1 from corpus_jobs where document_id = %s"
+                        " and status = 'processing' limit 1",
+                        (document_id,),
+                    )
+                    if cur.fetchone() is None:
+                        cur.execute(
+                            "update corpus_jobs set status = 'processing', started_at = %s,"
+                            " attempts = attempts + 1, lease_owner = %s,"
+                            " lease_expires_at = clock_timestamp() + make_interval(secs => %s)"
+                            " where job_id = %s returning *",
+                            (_now(), owner, self.lease_seconds, candidate["job_id"]),
+                        )
+                        return self._job(cur.fetchone())
+            passed.append(document_id)
+
+    def renew(self, job_id: str, owner: str) -> bool:
+        with self._cursor() as cur:
+            cur.execute(
+                "update corpus_jobs set"
+                " lease_expires_at = clock_timestamp() + make_interval(secs => %s)"
+                " where job_id = %s and lease_owner = %s and status = 'processing'",
+                (self.lease_seconds, job_id, owner),
+            )
+            return bool(cur.rowcount == 1)
+
+    def finish(
+        self,
+        job_id: str,
+        error_message: str | None = None,
+        revision: int | None = None,
+        owner: str | None = None,
+    ) -> bool:
+        status = "error" if error_message else "done"
+        held = "" if owner is None else " and lease_owner = %s and status = 'processing'"
+        with self._cursor() as cur:
+            cur.execute(
+                "update corpus_jobs set status = %s, error_message = %s, revision = %s,"
+                " finished_at = %s, lease_owner = null, lease_expires_at = null"
+                f" where job_id = %s{held}",
+                (
+                    status,
+                    error_message,
+                    revision,
+                    _now(),
+                    job_id,
+                    *([] if owner is None else [owner]),
+                ),
+            )
+            return bool(cur.rowcount == 1)
+
+    def release(self, job_id: str, owner: str) -> Job | None:
+        with self._cursor() as cur:
+            cur.execute(
+                "select * from corpus_jobs where job_id = %s and lease_owner = %s"
+                " and status = 'processing' for update",
+                (job_id, owner),
+            )
+            row = cur.fetchone()
+            return self._interrupt(cur, row) if row else None
+
+    def expire(self) -> list[Job]:
+        """Rows another process is recovering right now are skipped (it counts them)."""
+        with self._cursor() as cur:
+            cur.execute(
+                "select * from corpus_jobs where status = 'processing'"
+                " and (lease_expires_at is null or lease_expires_at < clock_timestamp())"
+                " for update skip locked"
+            )
+            return [self._interrupt(cur, row) for row in cur.fetchall()]
+
+    def _interrupt(self, cur: Any, row: Mapping[str, Any]) -> Job:
+        status, message = self._after_interruption(row["attempts"], row["source_file_name"])
+        cur.execute(
+            "update corpus_jobs set status = %s, error_message = %s,"
+            " started_at = case when %s = 'queued' then null else started_at end,"
+            " finished_at = case when %s = 'error' then %s else null end,"
+            " lease_owner = null, lease_expires_at = null where job_id = %s returning *",
+            (status, message, status, status, _now(), row["job_id"]),
+        )
+        job = self._job(cur.fetchone())
+        assert job is not None
+        return job
+
+    def requeue(self, job_id: str) -> Job | None:
+        with self._cursor() as cur:
+            cur.execute(
+                "update corpus_jobs set status = 'queued', error_message = null, revision = null,"
+                " started_at = null, finished_at = null, attempts = 0, lease_owner = null,"
+                " lease_expires_at = null where job_id = %s and status = 'error' returning *",
+                (job_id,),
+            )
+            return self._job(cur.fetchone())
+
+    def counts(self, namespace: str) -> dict[str, int]:
+        with self._cursor() as cur:
+            cur.execute(
+                "select status, count(*) as n from corpus_jobs where namespace = %s"
+                " group by status",
+                (namespace,),
+            )
+            return {str(row["status"]): int(row["n"]) for row in cur.fetchall()}
+
+
+def postgres_connection(dagster_yaml: Path) -> dict[str, Any] | None:
+    """psycopg2 connection parameters of a Dagster instance's PostgreSQL storage (its
+    `storage: postgres:` block, `env:` values read from the environment), or None when the
+    instance's storage is not PostgreSQL."""
+    import yaml  # type: ignore[import-untyped]
+
+    if not dagster_yaml.is_file():
+        return None
+    config = yaml.safe_load(dagster_yaml.read_text(encoding="utf-8"))
+    storage = config.get("storage") if isinstance(config, dict) else None
+    postgres = storage.get("postgres") if isinstance(storage, dict) else None
+    if not isinstance(postgres, dict):
+        return None
+    if "postgres_url" in postgres:  # libpq takes no SQLAlchemy driver suffix ("+psycopg2")
+        return {
+            "dsn": re.sub(r"^(postgres(?:ql)?)\+\w+://", r"\1://", _value(postgres["postgres_url"]))
+        }
+    database = postgres.get("postgres_db") or {}
+    names = {"username": "user", "password": "password", "hostname": "host", "db_name": "dbname"}
+    connection = {key: _value(database[name]) for name, key in names.items() if name in database}
+    connection["port"] = _value(database.get("port", 5432))
+    connection.update({k: _value(v) for k, v in (database.get("params") or {}).items()})
+    return connection
+
+
+def _value(value: object) -> str:
+    """A Dagster config value: `{env: NAME}` is read from the environment."""
+    if isinstance(value, dict) and "env" in value:
+        return os.environ.get(str(value["env"]), "")
+    return str(value)
+
+
+def open_job_store(settings: CorpusSettings) -> JobStore:
+    """The upload API's job store: in the Dagster instance's PostgreSQL database when the
+    deployment is configured for it, else SQLite under the home."""
+    lease, attempts = settings.job_lease_seconds, settings.job_max_attempts
+    connection = postgres_connection(settings.dagster_home / "dagster.yaml")
+    if connection is not None:
+        return PostgresJobStore(connection, lease, attempts)
+    return SQLiteJobStore(settings.home / "service" / "jobs.db", lease, attempts)

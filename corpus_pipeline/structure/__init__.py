@@ -1,0 +1,2 @@
+"""Structure: rows with their heading hierarchy become titled, typed segments and a section tree
+(hierarchy, titles, chunking, doc_nav)."""

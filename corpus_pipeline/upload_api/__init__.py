@@ -1,0 +1,1 @@
+"""The upload API: documents in over HTTP, processed asynchronously by leased jobs."""

@@ -1,0 +1,183 @@
+"""MCP tools over the same QueryService: search, read, outline, list_documents.
+
+Served as streamable HTTP under /mcp of the API (same API keys), and over stdio by
+`corpus mcp`. The tool descriptions tell an agent how the tools work together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any, cast
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, ValidationError
+
+from corpus_pipeline.access.keys import AccessDenied
+from corpus_pipeline.contracts.agentic import AgenticRequest
+from corpus_pipeline.contracts.api import ReadRef, ReadRequest
+from corpus_pipeline.contracts.keys import Principal
+from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
+from query_service.retrieval.agentic import BudgetTooSmall
+from query_service.service import QueryService
+from query_service.snapshot.revision import NamespaceNotFound
+from query_service.snapshot.store import DocumentNotFound
+
+# What a caller is told in words (a refusal is logged once, where it is decided); anything
+# else is a fault, and the SDK logs its traceback.
+_TOLD = (AccessDenied, ValidationError, NamespaceNotFound, DocumentNotFound, BudgetTooSmall)
+
+INSTRUCTIONS = """\
+This server retrieves cited evidence from a document corpus; it never writes answers.
+Typical flow: `search` for passages (each result has document_id, chunk_id, source_file_name and
+section_path/section_id to cite); `outline` a promising document to see its sections with summaries;
+`read` several refs at once (chunk ids, or a document_id with a section_path) to get full text
+with tables as HTML; `list_documents` to see what a namespace holds. A table or image names its
+`resource` by document_id and relative ref; its `url` downloads the file over HTTP with the same
+API key. Cite document_id, chunk_id, source_file_name and section_path of what you use."""
+
+
+def build_mcp(service: QueryService, stdio: bool = False, api_key: str | None = None) -> MCPServer:
+    """The tools; over stdio `api_key` is resolved on every call (a revoked key stops
+    working), over HTTP the /mcp endpoint resolved the request's key already."""
+    mcp = MCPServer(name="corpus", instructions=INSTRUCTIONS)
+
+    def principal_of(ctx: Context) -> Principal:
+        if stdio:
+            return service.keys.principal(api_key, "corpus mcp tool call")
+        request = ctx.request_context.request
+        state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
+        principal = state.get("principal")
+        if not isinstance(principal, Principal):
+            raise AccessDenied(401, "missing or invalid API key")
+        return principal
+
+    async def answer(
+        ctx: Context, work: Callable[[Principal], bytes | BaseModel]
+    ) -> dict[str, Any]:
+        """`work` for the caller's principal in the service's pool, as the tool's result. What
+        the caller is told in words comes back as an error result, not raised: the SDK logs a
+        traceback for any exception a tool raises, and a refusal is already logged in one line."""
+        try:
+            principal = principal_of(ctx)
+            result = await asyncio.get_running_loop().run_in_executor(
+                service.executor, work, principal
+            )
+        except _TOLD as exc:
+            return _error(exc)
+        if isinstance(result, bytes):
+            loaded: dict[str, Any] = json.loads(result)
+            return loaded
+        dumped: dict[str, Any] = result.model_dump(mode="json")
+        return dumped
+
+    @mcp.tool(
+        description=(
+            "Search the corpus (classic mode: path, content and exact-term channels fused). Returns "
+            "ranked passages with citations. Use `read` on chunk ids or sections to see more context."
+        )
+    )
+    async def search(
+        ctx: Context,
+        query: str,
+        namespace: str = "default",
+        top_k: int = 10,
+        chunk_types: list[str] | None = None,
+        document_ids: list[str] | None = None,
+        exclude_document_ids: list[str] | None = None,
+    ) -> dict[str, Any]:
+        def work(principal: Principal) -> bytes:
+            request = SearchRequest.model_validate(
+                {
+                    "query": query,
+                    "namespace": namespace,
+                    "top_k": top_k,
+                    **({"chunk_types": chunk_types} if chunk_types else {}),
+                    "filters": SearchFilters(document_ids=document_ids)
+                    if document_ids
+                    else SearchFilters(),
+                    "exclude_document_ids": exclude_document_ids or [],
+                }
+            )
+            return service.search(principal, request)
+
+        return await answer(ctx, work)
+
+    @mcp.tool(
+        description=(
+            "Agentic retrieval: plans sub-queries (comparisons, multi-part questions), discovers, "
+            "navigates the section tree and returns `evidence_text` grouped by document and section "
+            "with citations, never exceeding `token_budget` tokens (the whole response counts). "
+            "It returns evidence, not an answer: decide yourself whether it suffices."
+        )
+    )
+    async def agentic_search(
+        ctx: Context,
+        query: str,
+        namespace: str = "default",
+        token_budget: int = 8000,
+        top_k: int = 10,
+    ) -> dict[str, Any]:
+        def work(principal: Principal) -> bytes:
+            request = AgenticRequest(
+                mode="agentic",
+                query=query,
+                namespace=namespace,
+                token_budget=token_budget,
+                top_k=top_k,
+            )
+            return service.search(principal, request)
+
+        return await answer(ctx, work)
+
+    @mcp.tool(
+        description=(
+            "Read full content for several refs at once. Each ref is {chunk_id} or {document_id, "
+            "section_id?} (the section_id of a result or an outline entry: exactly that section; "
+            "section_path instead selects every section with that heading path); a section returns "
+            "its chunks (and its subsections') in order with tables embedded as HTML. Each ref gets "
+            "its own status, so one bad ref does not hide the others."
+        )
+    )
+    async def read(
+        ctx: Context, refs: list[dict[str, Any]], namespace: str = "default"
+    ) -> dict[str, Any]:
+        def work(principal: Principal) -> BaseModel:
+            refs_ = [ReadRef.model_validate(r) for r in refs]
+            return service.read(principal, ReadRequest(namespace=namespace, refs=refs_))
+
+        return await answer(ctx, work)
+
+    @mcp.tool(
+        description=(
+            "The section tree of one document: titles, paths and summaries. Use it to decide which "
+            "sections to `read` instead of reading a whole document."
+        )
+    )
+    async def outline(ctx: Context, document_id: str, namespace: str = "default") -> dict[str, Any]:
+        return await answer(ctx, lambda p: service.outline(p, namespace, document_id))
+
+    @mcp.tool(description="List the documents of a namespace (paginated: offset, limit ≤ 500).")
+    async def list_documents(
+        ctx: Context, namespace: str = "default", offset: int = 0, limit: int = 50
+    ) -> dict[str, Any]:
+        limit = min(max(limit, 1), 500)
+        return await answer(ctx, lambda p: service.documents(p, namespace, offset, limit))
+
+    return mcp
+
+
+def _error(exc: Exception) -> dict[str, Any]:
+    """The tool's error result, in words. The SDK passes a returned CallToolResult through as
+    it is (the tools' declared dict type stays their output schema)."""
+    if isinstance(exc, AccessDenied):
+        message = exc.detail
+    elif isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        message = f"{'.'.join(str(p) for p in first['loc']) or 'arguments'}: {first['msg']}"
+    else:
+        message = str(exc)
+    result = CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+    return cast(dict[str, Any], result)
