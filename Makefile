@@ -99,6 +99,7 @@ bench: setup
 	$(BIN)/python -m benchmarks.agentic_quality
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS)
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS) --executor multiprocess
+	$(BIN)/python -m benchmarks.report
 
 clean:
 	rm -rf data/runtime .pytest_cache .mypy_cache .ruff_cache

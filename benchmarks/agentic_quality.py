@@ -3,7 +3,7 @@
 1. Quality on the shared corpus, on the user's path of `benchmarks/search_quality.py`: every
    document through `corpus ingest` (Dagster assets and checks; the encrypted sample with the
    manifest's password) into a fresh CORPUS_HOME, one published revision, every query as
-   `POST /v1/search` over HTTP: the 40 development questions through agentic search (rule-based
+   `POST /v1/search` over HTTP to `corpus serve`: the 40 development questions through agentic search (rule-based
    planner, no model) under token budgets 2000 / 8000 / 32000, and through classic search
    (top_k=10). The agentic ranked list is `results` followed by `fallback_results`; both systems
    are scored with the corpus's own `score_search.py` over all 40 questions (a document that
@@ -13,9 +13,11 @@
    "evidence hit": an answer string occurs in `evidence_text` (normalised as the scorer does).
    A diagnostic run at the maximum budget (200000) separates budget cuts from navigation misses.
 2. Latency on the cached 100k-chunk synthetic namespace of `benchmarks/search_latency.py`
-   (under --workdir, built if missing): ~200 generated queries, single-threaded, after a warm-up
-   pass; agentic (budget 8000, rule planner) and classic (top_k=10) alternate per query. A
-   cProfile pass over the same queries attributes agentic time to its parts.
+   (`benchmarks.synthetic`, under --workdir, built if missing): ~200 generated queries,
+   single-threaded, in-process (`agentic_search` and `classic_search` on the opened revision),
+   after a warm-up pass; agentic (budget 8000, rule planner) and classic (top_k=10) alternate
+   per query. A cProfile pass over the same queries (the calling thread and every step thread
+   agentic search starts) attributes agentic time to its parts.
 
 Targets: agentic hit@5 at the 8k budget ≥ classic hit@10 (all questions); agentic p50 <
 300 ms without a model. Misses are classified (discovery / navigation / ranking / budget).
@@ -33,8 +35,8 @@ import json
 import os
 import pstats
 import statistics
-import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -43,22 +45,35 @@ from typing import Any
 
 import httpx
 
-from benchmarks import search_latency as lat
-from benchmarks import search_quality as sq
 from benchmarks import synthetic as syn
-from benchmarks.structure_quality import corpus_passwords
-from benchmarks.user_path import NAMESPACE, ingest_folder, load_script
+from benchmarks.harness import (
+    NAMESPACE,
+    RESULTS,
+    SHARED_CORPUS,
+    TOP_K,
+    Results,
+    corpus_passwords,
+    ingest_folder,
+    load_questions,
+    load_script,
+    log,
+    machine_facts,
+    percentile,
+    post_search,
+    score_search,
+    search_client,
+    search_ours,
+    write_json,
+)
+from corpus_pipeline.contracts import published as pt
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, AgenticResult
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.publish import tables as pt
-from query_service.retrieval import agentic as ag
 from query_service.retrieval.agentic import agentic_search
 from query_service.retrieval.budget import tokens_of
 from query_service.retrieval.classic import classic_search
 from query_service.retrieval.planner import RulePlanner
 from query_service.snapshot.revision import Revision, open_revision
 
-REPO = Path(__file__).resolve().parent.parent
 BUDGETS = (2000, 8000, 32000)
 DIAGNOSTIC_BUDGET = 200_000
 TARGET_BUDGET = 8000
@@ -69,6 +84,7 @@ METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "doc_hit@10")
 PROFILED = (
     "agentic_search",
     "_run_step",
+    "run_step",
     "classic_search",
     "sections",
     "chunks",
@@ -86,10 +102,6 @@ PROFILED = (
 )
 
 Row = dict[str, Any]
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def load_scorer(corpus: Path) -> Any:
@@ -124,16 +136,16 @@ def first_hit(scorer: Any, q: Row, lines: Sequence[Row]) -> int | None:
 
 def run_agentic(
     client: httpx.Client, questions: Sequence[Row], budget: int, scorer: Any
-) -> tuple[sq.Results, list[Row]]:
+) -> tuple[Results, list[Row]]:
     """Scorer lines and per-question measurements at one budget (`took_ms` includes HTTP)."""
-    lines: sq.Results = []
+    lines: Results = []
     rows: list[Row] = []
     for q in questions:
         started = time.perf_counter()
         request = AgenticRequest(
             mode="agentic", query=q["question"], namespace=NAMESPACE, token_budget=budget
         )
-        payload = sq.post_search(client, request.model_dump(mode="json"))
+        payload = post_search(client, request.model_dump(mode="json"))
         response = AgenticResponse.model_validate(payload)
         took = (time.perf_counter() - started) * 1000
         full = ranked(response)
@@ -277,7 +289,7 @@ def summarize_tokens(rows: Sequence[Row], key: str) -> dict[str, float]:
         return {}
     return {
         "mean": round(statistics.fmean(values), 1),
-        "p50": round(lat.percentile(values, 50), 1),
+        "p50": round(percentile(values, 50), 1),
         "max": max(values),
     }
 
@@ -289,20 +301,20 @@ def quality(corpus_dir: Path, workdir: Path) -> Row:
     passwords = corpus_passwords(corpus_dir)
     ingested = ingest_folder(corpus_dir / "docs", workdir / "corpus_home", passwords)
     seconds["ingest_publish"] = time.perf_counter() - mark
-    if ingested.published is None or ingested.published.error:
-        raise RuntimeError(f"nothing published: {ingested.published or ingested.failed}")
+    if ingested.pointer is None or ingested.publish_error:
+        raise RuntimeError(f"nothing published: {ingested.publish_error or ingested.failed}")
     ok = set(ingested.ok)
     failed = dict(sorted(ingested.failed.items()))
-    questions = sq.load_questions(corpus_dir)
+    questions = load_questions(corpus_dir)
     supported = [q for q in questions if q["doc"] in ok]
     subsets = {"all_questions": questions, "supported_questions": supported}
     revision = open_revision(ingested.settings.published_dir, NAMESPACE)
 
-    systems: dict[str, sq.Results] = {}
+    systems: dict[str, Results] = {}
     agentic_rows: dict[int, dict[str, Row]] = {}
-    with sq.search_client(ingested.settings.home) as client:
+    with search_client(ingested.settings.home) as client:
         mark = time.perf_counter()
-        classic_lines = sq.search_ours(client, questions)
+        classic_lines = search_ours(client, questions)
         seconds["classic"] = time.perf_counter() - mark
         systems["classic"] = classic_lines
         for budget in (*BUDGETS, DIAGNOSTIC_BUDGET):
@@ -315,7 +327,7 @@ def quality(corpus_dir: Path, workdir: Path) -> Row:
 
     scores = {
         system: {
-            subset: sq.score(corpus_dir, lines, qs, workdir / "scores" / f"{system}_{subset}")
+            subset: score_search(corpus_dir, lines, qs, workdir / "scores" / f"{system}_{subset}")
             for subset, qs in subsets.items()
         }
         for system, lines in systems.items()
@@ -340,7 +352,7 @@ def quality(corpus_dir: Path, workdir: Path) -> Row:
                 row["evidence_share_of_used"] = round(
                     statistics.fmean(r["evidence_tokens"] / max(r["used"], 1) for r in rows), 3
                 )
-                row["took_ms_p50"] = round(lat.percentile([r["took_ms"] for r in rows], 50), 1)
+                row["took_ms_p50"] = round(percentile([r["took_ms"] for r in rows], 50), 1)
             table[subset][system] = row
 
     classic_top = {line["id"]: line["results"] for line in classic_lines}
@@ -384,7 +396,7 @@ def quality(corpus_dir: Path, workdir: Path) -> Row:
         "budgets": list(BUDGETS),
         "diagnostic_budget": DIAGNOSTIC_BUDGET,
         "ranked_list": "agentic results followed by fallback_results (scorer uses the top 10)",
-        "path": "corpus ingest (Dagster assets + checks) → publish_namespace_run → "
+        "path": "corpus ingest (Dagster assets + checks, publish) → corpus serve → "
         "POST /v1/search over HTTP; failed documents count as misses",
         "ingested": sorted(ok),
         "failed_documents": failed,
@@ -407,42 +419,53 @@ def _timed(fn: Callable[[], object]) -> float:
 
 def _stats(values: Sequence[float]) -> dict[str, float]:
     return {
-        "p50_ms": round(lat.percentile(values, 50), 2),
-        "p95_ms": round(lat.percentile(values, 95), 2),
-        "p99_ms": round(lat.percentile(values, 99), 2),
+        "p50_ms": round(percentile(values, 50), 2),
+        "p95_ms": round(percentile(values, 95), 2),
+        "p99_ms": round(percentile(values, 99), 2),
         "mean_ms": round(statistics.fmean(values), 2),
         "max_ms": round(max(values), 2),
     }
 
 
 def profile_agentic(revision: Revision, requests: Sequence[AgenticRequest]) -> dict[str, Any]:
-    """Cumulative ms per query of agentic search's parts (one cProfile pass)."""
+    """Cumulative ms per query of agentic search's parts (one cProfile pass): a profiler on
+    this thread and one on every thread started meanwhile (agentic search runs its steps in a
+    thread pool of its own), merged."""
     planner = RulePlanner()
     profiler = cProfile.Profile()
+    started: list[cProfile.Profile] = []
+
+    def profile_thread(*_: Any) -> None:
+        # Called at a new thread's first event: a profiler of its own from there on.
+        threaded = cProfile.Profile()
+        started.append(threaded)
+        threaded.enable()
+
+    threading.setprofile(profile_thread)
     profiler.enable()
-    for request in requests:
-        agentic_search(revision, request, planner)
-        # The steps run in a thread pool cProfile does not see: run them once more here.
-        docs = ag._DocCache(revision)
-        for step in planner.plan(request).steps:
-            ag._run_step(revision, docs, request, step)
-    profiler.disable()
+    try:
+        for request in requests:
+            agentic_search(revision, request, planner)
+    finally:
+        profiler.disable()
+        threading.setprofile(None)  # type: ignore[arg-type]
     stats = pstats.Stats(profiler)
+    for threaded in started:
+        stats.add(threaded)
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     out: dict[str, float] = {}
     for (filename, _line, name), (_cc, _nc, _tt, cumulative, _callers) in raw.items():
         if name not in PROFILED:
             continue
-        if name in ("sections", "chunks") and not filename.endswith("agentic.py"):
+        if name in ("sections", "chunks") and not filename.endswith("sections.py"):
             continue
         if name == "classic_search" and not filename.endswith("classic.py"):
             continue
         key = f"{Path(filename).stem}.{name}"
         out[key] = max(out.get(key, 0.0), cumulative * 1000 / len(requests))
     return {
-        "note": "cumulative ms per query under cProfile (inflated vs the timed run); the "
-        "pool threads are not profiled, so each step is also run once in the calling thread "
-        "(`_run_step` and its parts are that extra run; `agentic_search` excludes it)",
+        "note": "cumulative ms per query under cProfile (inflated vs the timed run); the step "
+        "threads are profiled too (the step and its parts), each step once",
         "ms_per_query": dict(
             sorted(((k, round(v, 2)) for k, v in out.items()), key=lambda kv: -kv[1])
         ),
@@ -450,17 +473,17 @@ def profile_agentic(revision: Revision, requests: Sequence[AgenticRequest]) -> d
 
 
 def latency(workdir: Path, count: int, seed: int, questions: Path) -> Row:
-    dirs = lat.SizeDirs(workdir / f"n{LATENCY_SIZE}")
-    corpus = lat.ensure_corpus(dirs, LATENCY_SIZE, seed, os.cpu_count() or 1)
-    bulk = lat.ensure_published(dirs, corpus)
-    revision = open_revision(dirs.published, lat.NAMESPACE)
-    queries = lat.make_queries(syn.load_text_model(), count, seed, questions)
+    dirs = syn.SizeDirs(workdir / f"n{LATENCY_SIZE}")
+    corpus = syn.ensure_corpus(dirs, LATENCY_SIZE, seed, os.cpu_count() or 1)
+    bulk = syn.ensure_published(dirs, corpus)
+    revision = open_revision(dirs.published, syn.NAMESPACE)
+    queries = syn.make_queries(syn.load_text_model(), count, seed, questions)
     classic_requests = [
-        SearchRequest(query=q.text, namespace=lat.NAMESPACE, top_k=lat.TOP_K) for q in queries
+        SearchRequest(query=q.text, namespace=syn.NAMESPACE, top_k=TOP_K) for q in queries
     ]
     agentic_requests = [
         AgenticRequest(
-            mode="agentic", query=q.text, namespace=lat.NAMESPACE, token_budget=TARGET_BUDGET
+            mode="agentic", query=q.text, namespace=syn.NAMESPACE, token_budget=TARGET_BUDGET
         )
         for q in queries
     ]
@@ -493,26 +516,26 @@ def latency(workdir: Path, count: int, seed: int, questions: Path) -> Row:
         steps.append(len(responses[0].plan))
     load_after = os.getloadavg()[0]
     by_kind: dict[str, Row] = {}
-    for kind, _ in lat.QUERY_MIX:
+    for kind, _ in syn.QUERY_MIX:
         idx = [i for i, q in enumerate(queries) if q.kind == kind]
         if idx:
             by_kind[kind] = {
                 "n": len(idx),
-                "agentic_p50_ms": round(lat.percentile([agentic_ms[i] for i in idx], 50), 2),
-                "classic_p50_ms": round(lat.percentile([classic_ms[i] for i in idx], 50), 2),
+                "agentic_p50_ms": round(percentile([agentic_ms[i] for i in idx], 50), 2),
+                "classic_p50_ms": round(percentile([classic_ms[i] for i in idx], 50), 2),
             }
     slowest = sorted(range(len(queries)), key=lambda i: -agentic_ms[i])[:5]
     log("  profiling agentic")
     profile = profile_agentic(revision, agentic_requests)
     return {
-        "namespace": str(dirs.published / lat.NAMESPACE),
+        "namespace": str(dirs.published / syn.NAMESPACE),
         "chunks": revision.pointer.chunks,
         "documents": revision.pointer.documents,
         "revision": revision.number,
         "corpus_cached": corpus["cached"],
         "publish_cached": bulk["cached"],
         "queries": len(queries),
-        "query_mix": dict(lat.QUERY_MIX),
+        "query_mix": dict(syn.QUERY_MIX),
         "token_budget": TARGET_BUDGET,
         "planner": "rule (no model)",
         "warmup_seconds": round(warmup, 2),
@@ -626,8 +649,8 @@ def targets(result: Row) -> Row:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--corpus", type=Path, default=sq.DEFAULT_CORPUS)
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    ap.add_argument("--corpus", type=Path, default=SHARED_CORPUS)
+    ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/corpus-bench"))
     ap.add_argument("--seed", type=int, default=7)
@@ -636,7 +659,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     result: Row = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": lat.machine_facts(),
+        "machine": machine_facts(),
     }
     log("quality: ingest + search")
     with tempfile.TemporaryDirectory() as tmp:
@@ -648,9 +671,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     result["targets"] = targets(result)
     result["total_seconds"] = round(time.perf_counter() - started, 1)
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / "agentic_quality.json"
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out = write_json(args.out / "agentic_quality.json", result)
     print_report(result)
     print(f"\nwritten: {out} ({result['total_seconds']}s)")
 

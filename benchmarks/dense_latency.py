@@ -2,8 +2,8 @@
 
     python -m benchmarks.dense_latency [--size 100000] [--queries 200] [--weight W]
 
-The synthetic corpus of `benchmarks.search_latency` (same generator, seed and cache under
---workdir) is published a second time, into its own folder, with a vector for every chunk: the
+The synthetic corpus of `benchmarks.search_latency` (`benchmarks.synthetic`: same generator,
+seed and cache under --workdir) is published a second time, into its own folder, with a vector for every chunk: the
 vectors are seeded random unit vectors of the local model's dimension, because embedding 100k
 chunks on two cores takes about an hour and the cost of ranking depends on how many vectors
 there are, not on their values. Queries are embedded by the real local model
@@ -24,7 +24,6 @@ import json
 import os
 import resource
 import statistics
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import search_latency as sl
 from benchmarks import synthetic as syn
+from benchmarks.harness import RESULTS, log, nearest_rank, write_json
 from corpus_pipeline.contracts import ChunksFile
 from corpus_pipeline.contracts.search import DEFAULT_WEIGHTS, SearchRequest
 from corpus_pipeline.embeddings.vectors import LocalMiniLM, write_vectors
@@ -43,24 +42,14 @@ from query_service.retrieval.classic import classic_search
 from query_service.retrieval.dense import dense_index, query_embedder
 from query_service.snapshot.revision import open_revision
 
-RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_P50_MS = 20.0
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2) if ordered else 0.0
-
-
-def ensure_vectors(dirs: sl.SizeDirs, seed: int) -> list[PublishItem]:
+def ensure_vectors(dirs: syn.SizeDirs, seed: int) -> list[PublishItem]:
     """One vector file per synthetic document (seeded by its id), beside its artifacts."""
     spec = LocalMiniLM().spec
     items = []
-    for item in sl.corpus_items(dirs):
+    for item in syn.corpus_items(dirs):
         path = dirs.root / "vectors" / f"{item.record.document_id}.parquet"
         if not path.is_file():
             chunks = ChunksFile.model_validate_json(
@@ -76,18 +65,18 @@ def ensure_vectors(dirs: sl.SizeDirs, seed: int) -> list[PublishItem]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    dirs = sl.SizeDirs(args.workdir / f"size-{args.size}")
-    corpus = sl.ensure_corpus(dirs, args.size, args.seed, args.workers)
+    dirs = syn.SizeDirs(args.workdir / f"size-{args.size}")
+    corpus = syn.ensure_corpus(dirs, args.size, args.seed, args.workers)
     log(f"corpus: {corpus['docs']} documents ({'cached' if corpus['cached'] else 'generated'})")
     published = dirs.root / "published-dense"
     items = ensure_vectors(dirs, args.seed)
-    if not (published / sl.NAMESPACE / "CURRENT.json").is_file():
+    if not (published / syn.NAMESPACE / "CURRENT.json").is_file():
         started = time.perf_counter()
-        report = publish_namespace(published, sl.NAMESPACE, items)
+        report = publish_namespace(published, syn.NAMESPACE, items)
         log(
             f"published with vectors: {report.pointer.chunks} chunks in {time.perf_counter() - started:.0f} s"
         )
-    revision = open_revision(published, sl.NAMESPACE)
+    revision = open_revision(published, syn.NAMESPACE)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     index = dense_index(revision)
@@ -95,7 +84,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     assert index is not None
     embedder = query_embedder(index.spec)
     model = syn.load_text_model()
-    queries = sl.make_queries(model, args.queries, args.seed, args.questions)
+    queries = syn.make_queries(model, args.queries, args.seed, args.questions)
     only_words = {**DEFAULT_WEIGHTS, "rerank": 0.0}
     hybrid = {**only_words, "dense": args.weight}
 
@@ -126,8 +115,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         times["rank"].append((time.perf_counter() - t) * 1000)
     stats = {
         name: {
-            "p50_ms": percentile(values, 0.5),
-            "p95_ms": percentile(values, 0.95),
+            "p50_ms": nearest_rank(values, 0.5),
+            "p95_ms": nearest_rank(values, 0.95),
             "mean_ms": round(statistics.fmean(values), 2),
         }
         for name, values in times.items()
@@ -170,13 +159,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/corpus-bench"))
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--questions", type=Path, default=sl.DEFAULT_QUESTIONS)
+    ap.add_argument("--questions", type=Path, default=syn.DEFAULT_QUESTIONS)
     ap.add_argument("--out", type=Path, default=RESULTS / "dense_latency.json")
     args = ap.parse_args(argv)
     result = run(args)
     print(json.dumps(result, indent=1))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    write_json(args.out, result)
 
 
 if __name__ == "__main__":

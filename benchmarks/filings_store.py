@@ -14,9 +14,10 @@ grows — the same companies, quarter after quarter:
    the chunks, the navigation tree, the manifest and the table files. The edit keeps every
    text's length, so embed markers stay where they are; chunk ids are recomputed from the new
    text (prose without figures stays one chunk shared by every quarter, as in a real archive).
-   Each variant is registered as a document of its own and the namespace is published once
-   through the `corpus_revision` asset.
-3. Queries over HTTP (`POST /v1/search`), agentic (8k token budget, rule planner) and classic
+   Each variant is registered as a document of its own (the store's registry: no command
+   registers a derived document) and the namespace is published once through the
+   `corpus_revision` asset.
+3. Queries over HTTP (`POST /v1/search` to `corpus serve`), agentic (8k token budget, rule planner) and classic
    (top 10) alternating, after a warm-up pass: the set's 40 10-Q questions and the same
    questions moved to earlier years (those that name a year). p50/p95 per mode.
 4. The 40 original questions are also scored page-exact with the set's `score_pages.py`: the
@@ -33,7 +34,6 @@ import json
 import random
 import re
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -43,25 +43,28 @@ from typing import Any
 
 import httpx
 
-from benchmarks.ingest_speed import linked_inbox
-from benchmarks.realworld_quality import (
+from benchmarks.harness import (
     AGENTIC_BUDGET,
     REALWORLD,
-    REPO,
+    RESULTS,
     TOP_K,
-    load_questions,
-    percentile,
+    ingest_folder,
+    linked_inbox,
+    log,
+    nearest_rank,
+    post_search,
     reading_order,
+    realworld_questions,
     result_line,
-    score,
+    score_pages,
+    search_client,
+    write_json,
 )
-from benchmarks.search_quality import post_search, search_client
-from benchmarks.user_path import ingest_folder
 from corpus_pipeline.common.ids import chunk_id_for, sha256_bytes
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse
 from corpus_pipeline.contracts.artifacts import Chunk, ChunksFile, DocNav, SectionNode
-from corpus_pipeline.orchestration.ingest import publish_namespace_run
+from corpus_pipeline.orchestration.runs import DocumentRuns
 from corpus_pipeline.quality.artifacts import hash_text_of
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
@@ -78,10 +81,6 @@ _FORM = re.compile(r"-[A-Z]")
 _HTML_TEXT = re.compile(r">([^<]+)<")
 
 Row = dict[str, Any]
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 class Shift:
@@ -274,7 +273,7 @@ def build_store(
             )
     derive_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    published = publish_namespace_run(settings, NAMESPACE)
+    published = DocumentRuns.of(settings).publish(NAMESPACE)
     if published.error is not None:
         raise RuntimeError(f"publish failed: {published.error}")
     return settings, {
@@ -338,8 +337,8 @@ def measure(client: httpx.Client, queries: Sequence[Row]) -> tuple[Row, dict[str
     latency = {
         name: {
             "queries": len(values),
-            "p50_ms": percentile(values, 0.5),
-            "p95_ms": percentile(values, 0.95),
+            "p50_ms": nearest_rank(values, 0.5, 1),
+            "p95_ms": nearest_rank(values, 0.95, 1),
             "max_ms": round(max(values), 1),
         }
         for name, values in took.items()
@@ -348,7 +347,7 @@ def measure(client: httpx.Client, queries: Sequence[Row]) -> tuple[Row, dict[str
 
 
 def run(home: Path, root: Path, target_chunks: int) -> Row:
-    questions = [q for q in load_questions(root) if q["doc_type"] == FILINGS_TYPE]
+    questions = [q for q in realworld_questions(root) if q["doc_type"] == FILINGS_TYPE]
     filings = sorted({q["doc"] for q in questions} | _all_filings(root))
     log(f"ingesting {len(filings)} filings into {home}, deriving quarters to {target_chunks:,} …")
     settings, store = build_store(home, root, target_chunks, filings)
@@ -366,7 +365,7 @@ def run(home: Path, root: Path, target_chunks: int) -> Row:
     )
     shutil.copy(root / "score_pages.py", subset / "score_pages.py")
     scores = {
-        name: score(subset, [line for line in found if line["id"] in originals], work, name)
+        name: score_pages(subset, [line for line in found if line["id"] in originals], work, name)
         for name, found in lines.items()
     }
     return {
@@ -389,14 +388,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chunks", type=int, default=TARGET_CHUNKS)
     parser.add_argument("--workdir", type=Path, default=None, help="CORPUS_HOME (fresh)")
     parser.add_argument("--set", type=Path, default=REALWORLD, dest="root")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     home = args.workdir or Path(tempfile.mkdtemp(prefix="filings-home-"))
     if home.exists() and any(home.iterdir()):
         parser.error(f"--workdir {home} is not empty (the store is built fresh)")
     result = run(home, args.root, args.chunks)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "filings_store.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    write_json(args.out / "filings_store.json", result, indent=2)
     print(json.dumps({k: result[k] for k in ("store", "latency")}, indent=2))
     print(json.dumps(result["scores_original_questions"], indent=2))
 

@@ -2,21 +2,21 @@
 
     python -m benchmarks.http_latency [--size 100000] [--duration 10] [--clients 1,8,32]
 
-1. Gets a published namespace of `--size` chunk positions through `benchmarks.search_latency`
+1. Gets a published namespace of `--size` chunk positions through `benchmarks.synthetic`
    (`ensure_corpus` + `ensure_published`, cached under --workdir, default /tmp/corpus-bench).
    The service reads it through a private CORPUS_HOME (a temporary directory): a copy of the
    namespace's CURRENT.json (so the revision is pinned even if someone republishes the shared
    cache meanwhile) and symlinks to its `tantivy/` and `lance/` folders. The service's access
    statistics (SQLite) therefore land in the temporary home, never in the shared cache.
-2. Starts the real service in a child process exactly as `corpus serve` runs it
-   (`query_service.api.server.serve`, settings from CORPUS_* variables) on 127.0.0.1, a free port,
-   with --server-workers processes (default as `corpus serve`: one per usable core; access log
-   off; output to a log file). No API keys file -> loopback anonymous access. The answer cache
-   is OFF (`cache_max_entries=0`), so every request runs classic search and serialises anew.
+2. Starts the real service with the command, `corpus serve --port P --workers N` (settings from
+   CORPUS_* variables), on 127.0.0.1, a free port, with --server-workers processes (default as
+   `corpus serve`: one per usable core; access log off; output to a log file). No API keys
+   file, open access -> loopback anonymous access. The answer cache is OFF
+   (`CORPUS_CACHE_MAX_ENTRIES=0`), so every request runs classic search and serialises anew.
 3. Per concurrency level, a load generator in ANOTHER process (multiprocessing, spawn) runs N
    threads, each with its own keep-alive `httpx.Client`, in a closed loop (no think time):
    --warmup seconds unrecorded, then --duration seconds recorded. Queries come from
-   `search_latency.make_queries` (same seed, same mix), top_k=10, one pre-encoded JSON body each.
+   `synthetic.make_queries` (same seed, same mix), top_k=10, one pre-encoded JSON body each.
 4. In-process, single thread, same revision, same queries: `QueryService.search` (what the route
    runs: classic search + JSON bytes) and `classic_search` alone, measured once before and once
    after the 1-client level; the HTTP overhead is HTTP p50 at 1 client / in-process p50.
@@ -26,7 +26,9 @@
 6. If the target is missed (or with --profile), a one-process instrumented server instance is
    started and fed an 8-client burst twice: once with stage timers only (ASGI time, executor
    queue wait, executor run, classic search) and once with cProfile on the event-loop thread and
-   on every executor thread. Results in benchmarks/results/http_latency_profile.txt.
+   on every executor thread. This diagnosis wraps the service's own objects in a child of this
+   module (`--serve --instrument`): the one place a benchmark reaches inside the service.
+   Results in benchmarks/results/http_latency_profile.txt.
 
 Writes benchmarks/results/http_latency.json and prints a markdown table. The server process is
 always terminated at the end (also on errors or Ctrl-C).
@@ -45,7 +47,6 @@ import pstats
 import resource
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -56,15 +57,24 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks.search_latency import log, percentile
+from benchmarks import synthetic as syn
+from benchmarks.harness import (
+    REPO,
+    RESULTS,
+    TOP_K,
+    free_port,
+    home_env,
+    log,
+    machine_facts,
+    percentile,
+    start_service,
+    stop_service,
+    write_json,
+)
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "benchmarks" / "results"
-TOP_K = 10
 TARGET_P50_MS = 15.0
 TARGET_CLIENTS = 8
 TARGET_SIZE = 100_000
@@ -122,13 +132,6 @@ def machine_busy_seconds() -> float:
         return 0.0
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 # -- the server child ------------------------------------------------------------------------
@@ -272,29 +275,18 @@ def _timing_middleware(app: ASGIApp, inst: _Instrument) -> ASGIApp:
     return wrapped
 
 
-def serve(args: argparse.Namespace) -> None:
-    """Child process: the service exactly as `corpus serve` runs it (query_service.api.server.serve,
-    settings from CORPUS_* variables), or one instrumented process with stage timers."""
+def serve_instrumented(args: argparse.Namespace) -> None:
+    """Child process: one server process like `corpus serve`'s, its service wrapped in stage
+    timers and profilers (the diagnosis of step 6)."""
     import logging
 
     import uvicorn
 
     from query_service import service as service_module
     from query_service.api.app import create_app
-    from query_service.api.server import serve as corpus_serve
     from query_service.service import QueryService
 
     settings = service_settings(args.home, args.service_workers)
-    if not args.instrument:
-        os.environ.update(
-            CORPUS_HOME=str(settings.home),
-            CORPUS_API_KEYS_FILE=str(settings.keys_file),
-            CORPUS_OPEN_ACCESS="true",
-            CORPUS_SERVICE_WORKERS=str(settings.service_workers),
-            CORPUS_CACHE_MAX_ENTRIES=str(settings.cache_max_entries),
-        )
-        corpus_serve(settings, "127.0.0.1", args.port, args.server_workers)
-        return
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     service = QueryService(settings)
     inst = _Instrument(Path(args.instrument + ".control"), Path(args.instrument))
@@ -341,28 +333,39 @@ def running_server(
     instrument: str | None = None,
     server_workers: int = 1,
 ) -> Iterator[Server]:
+    """`corpus serve` on `home` (or, with `instrument`, the instrumented child of this module)
+    until every server process answers /readyz; stopped on the way out."""
     import httpx
 
     port = free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "benchmarks.http_latency",
-        "--serve",
-        "--home",
-        str(home),
-        "--port",
-        str(port),
-        "--service-workers",
-        str(service_workers),
-    ]
     if instrument:
-        cmd += ["--instrument", instrument]
-    cmd += ["--server-workers", str(server_workers)]
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            cmd, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.http_latency",
+            "--serve",
+            "--home",
+            str(home),
+            "--port",
+            str(port),
+            "--service-workers",
+            str(service_workers),
+            "--instrument",
+            instrument,
+        ]
+        with log_path.open("wb") as log_file:
+            process = subprocess.Popen(
+                cmd, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+            )
+    else:
+        env = home_env(
+            home,
+            CORPUS_OPEN_ACCESS="true",
+            CORPUS_SERVICE_WORKERS=str(service_workers),
+            CORPUS_CACHE_MAX_ENTRIES="0",
         )
+        args = ["serve", "--port", str(port), "--workers", str(server_workers)]
+        process = start_service(args, env, log_path)
     server = Server(process, f"http://127.0.0.1:{port}", log_path)
     try:
         deadline = time.monotonic() + READY_TIMEOUT
@@ -382,20 +385,8 @@ def running_server(
                     time.sleep(0.1)
         yield server
     finally:
-        stop_process(process)
-
-
-def stop_process(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
         # The server runs in its own session: its group holds it and its worker processes.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+        stop_service(process, timeout=15)
 
 
 # -- the load generator child ----------------------------------------------------------------
@@ -595,15 +586,9 @@ def pinned_home(published_ns: Path, namespace: str, home: Path) -> dict[str, Any
     return dict(pointer)
 
 
-def machine_facts() -> dict[str, Any]:
-    from benchmarks.search_latency import machine_facts as base
-
-    facts = base()
-    for package in ("fastapi", "starlette", "uvicorn", "httpx", "uvloop", "httptools"):
-        try:
-            facts["packages"][package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            facts["packages"][package] = None
+def server_machine_facts() -> dict[str, Any]:
+    """The machine, the HTTP stack's package versions and the load at the start."""
+    facts = machine_facts(("fastapi", "starlette", "uvicorn", "httpx", "uvloop", "httptools"))
     facts["load_avg_at_start"] = [round(x, 2) for x in os.getloadavg()]
     return facts
 
@@ -790,22 +775,20 @@ def verdict(result: dict[str, Any], size: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks import search_latency as sl
-    from benchmarks import synthetic as syn
     from corpus_pipeline.contracts.search import SearchRequest
     from query_service.service import QueryService
 
     started = time.perf_counter()
     phases: dict[str, float] = {}
-    facts = machine_facts()
-    dirs = sl.SizeDirs(args.workdir / f"n{args.size}")
+    facts = server_machine_facts()
+    dirs = syn.SizeDirs(args.workdir / f"n{args.size}")
     mark = time.perf_counter()
-    corpus = sl.ensure_corpus(dirs, args.size, args.seed, args.gen_workers)
-    bulk = sl.ensure_published(dirs, corpus)
+    corpus = syn.ensure_corpus(dirs, args.size, args.seed, args.gen_workers)
+    bulk = syn.ensure_published(dirs, corpus)
     phases["corpus"] = time.perf_counter() - mark
     log(f"corpus n{args.size}: cached={corpus['cached']}, published cached={bulk['cached']}")
-    queries = sl.make_queries(syn.load_text_model(), args.queries, args.seed, args.questions)
-    requests = [SearchRequest(query=q.text, namespace=sl.NAMESPACE, top_k=TOP_K) for q in queries]
+    queries = syn.make_queries(syn.load_text_model(), args.queries, args.seed, args.questions)
+    requests = [SearchRequest(query=q.text, namespace=syn.NAMESPACE, top_k=TOP_K) for q in queries]
     # What a client sends: the mode (explicit, in case requests become a tagged union of
     # modes), the query, the namespace and top_k.
     fields = {"mode", "query", "namespace", "top_k"}
@@ -813,7 +796,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="http-latency-"))
     home = tmp / "home"
     try:
-        pointer = pinned_home(dirs.published / sl.NAMESPACE, sl.NAMESPACE, home)
+        pointer = pinned_home(dirs.published / syn.NAMESPACE, syn.NAMESPACE, home)
         log(f"serving revision {pointer['revision']} ({pointer['chunks']:,} chunks) from {home}")
         settings = service_settings(home, args.service_workers)
         service = QueryService(settings)
@@ -903,7 +886,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "revision": pointer["revision"],
                 "workdir": str(args.workdir),
                 "queries": len(queries),
-                "query_mix": dict(sl.QUERY_MIX),
+                "query_mix": dict(syn.QUERY_MIX),
                 "seed": args.seed,
                 "top_k": TOP_K,
                 "clients": args.clients,
@@ -913,7 +896,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "cache_max_entries": 0,
                 "server_workers": args.server_workers,
                 "server": f"`corpus serve --workers {args.server_workers}` "
-                "(query_service.api.server.serve: uvicorn, 127.0.0.1, access log off)",
+                "(uvicorn, 127.0.0.1, access log off)",
                 "client": "threads, one keep-alive httpx.Client each, closed loop, separate "
                 "process (spawn)",
                 "in_process": "single thread, same pinned revision, same queries, warm-up pass "
@@ -960,7 +943,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from benchmarks.search_latency import DEFAULT_QUESTIONS
     from query_service.api.server import default_workers
 
     ap = argparse.ArgumentParser(
@@ -987,7 +969,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/corpus-bench"))
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--gen-workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS)
+    ap.add_argument("--questions", type=Path, default=syn.DEFAULT_QUESTIONS)
     ap.add_argument("--out", type=Path, default=RESULTS / "http_latency.json")
     ap.add_argument(
         "--profile",
@@ -995,7 +977,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="auto",
         help="instrumented profile run: auto = only when the target is missed",
     )
-    # Internal: the server child.
+    # Internal: the instrumented server child.
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--home", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -1018,11 +1000,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.serve:
-        serve(args)
+        serve_instrumented(args)
         return
     args.out.parent.mkdir(parents=True, exist_ok=True)
     result = run(args)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, result, indent=2)
     print(markdown_table(result))
     print(f"\nHTTP overhead at 1 client: {json.dumps(result['http_overhead_at_1_client'])}")
     print(f"verdict: {json.dumps(result['verdict'])}")

@@ -37,8 +37,10 @@ for those its questions give one type, `--all` for all 117), in one run, side by
   page helper (`pdf_page_helper`: a forked process reads every other page while the parse
   reads the rest), alternating, two runs each: what one document gains from the second core.
 
-Publishing is timed once for the batch, apart (it stays serialised). Writes
-`benchmarks/results/ingest_speed.json` (or `--out`). Run: `python -m benchmarks.ingest_speed`.
+Publishing is timed once for the batch, apart (it stays serialised). The stage, table-flag and
+without-Dagster figures measure the pipeline's own functions as components, in-process; every
+other figure is the path a user takes. Writes `benchmarks/results/ingest_speed.json` (or
+`--out`). Run: `python -m benchmarks.ingest_speed`.
 """
 
 from __future__ import annotations
@@ -60,18 +62,18 @@ from typing import Any
 import dagster as dg
 import pymupdf
 
+from benchmarks.harness import CORPUS_CLI, REALWORLD, RESULTS, linked_inbox, write_json
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.defs.documents import run_document
-from corpus_pipeline.orchestration.ingest import ingest, publish_namespace_run
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.orchestration.runs import DocumentRuns
 from corpus_pipeline.parsing.pdf import tables as pdf_tables
 from corpus_pipeline.parsing.pdf.profile import open_pdf
 from corpus_pipeline.pipeline import stages as pipeline
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 from corpus_pipeline.structure.hierarchy import assign_hierarchy
 
-REPO = Path(__file__).resolve().parent.parent
-REALWORLD = REPO.parent / "shared" / "realworld"
 # The set's 20 SEC 10-Q filings are named year_quarter_ticker ("2023_Q3_AAPL.pdf").
 DEFAULT_FILES = "*_Q?_*.pdf"
 STAGES = ("profile", "parse", "hierarchy", "chunks")
@@ -182,14 +184,6 @@ def cores_busy(since: tuple[int, int, int]) -> float:
     return (end[0] - since[0]) / max(end[1] - since[1], 1) * end[2]
 
 
-def linked_inbox(files: Sequence[Path], inbox: Path) -> Path:
-    """A fresh folder holding the files as symlinks (what `corpus ingest` is pointed at)."""
-    inbox.mkdir(parents=True)
-    for path in files:
-        (inbox / path.name).symlink_to(path)
-    return inbox
-
-
 def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, Any]:
     """`corpus ingest` of the files into a fresh home with `workers` processes, then publish."""
     inbox = linked_inbox(files, workdir / f"inbox-{workers}")
@@ -201,7 +195,7 @@ def ingest_run(files: Sequence[Path], workers: int, workdir: Path) -> dict[str, 
     seconds = time.perf_counter() - started
     cores = cores_busy(busy)
     mark = time.perf_counter()
-    published = publish_namespace_run(settings, settings.namespace)
+    published = DocumentRuns.of(settings).publish(settings.namespace)
     return {
         "workers": workers,
         "seconds": round(seconds, 2),
@@ -230,7 +224,7 @@ def command_run(
         "CORPUS_OBJECT_STORE_URL": "",
         **(environ or {}),
     }
-    command = [str(Path(sys.executable).parent / "corpus"), "ingest", "--json", str(inbox)]
+    command = [str(CORPUS_CLI), "ingest", "--json", str(inbox)]
     started, busy = time.perf_counter(), cpu_jiffies()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
@@ -378,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--all", action="store_true", help="Every document of the set.")
     ap.add_argument("--files", default=None, help=f"File-name glob (default {DEFAULT_FILES}).")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     pattern = None if args.all or args.doc_type else (args.files or DEFAULT_FILES)
     files = select(args.root, args.doc_type, pattern)
@@ -398,8 +392,7 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(shown, indent=1))
     for key in (k for k in result if k.startswith(("ingest_", "command_"))):
         print(key, {k: v for k, v in result[key].items() if k != "document_seconds"})
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ingest_speed.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_json(args.out / "ingest_speed.json", result)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@ scorer: heading F1, table recall), speed on a generated 200+ page text-heavy PDF
 `page.get_text()` vs pymupdf4llm), and peak RSS of our parser on a generated 2,000-page PDF
 (in a subprocess, so the number is the parser's alone).
 
+The parser is measured as a component, in-process (`parse_pdf` after `profile_file`, no
+Dagster), so the time and memory are its own and the other library runs on equal terms.
+
 Writes benchmarks/results/pdf_quality.json and prints a table.
 `python -m benchmarks.pdf_quality [--llm-pages 40]`
 """
@@ -22,14 +25,13 @@ from typing import Any
 
 import pymupdf
 
+from benchmarks.harness import REPO, RESULTS, SHARED_CORPUS, score_structure, write_json
 from corpus_pipeline.common.errors import CorpusError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pdf import parse_pdf
 from corpus_pipeline.profiling import profile_file
 from corpus_pipeline.structure.hierarchy import assign_hierarchy
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _MUPDF: Any = pymupdf
@@ -116,22 +118,7 @@ def theirs(path: Path, password: str | None) -> dict[str, Any]:
 def score(corpus: Path, records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
     parsed = out.with_suffix(".jsonl")
     parsed.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    scores = out.with_suffix(".scores.json")
-    subprocess.run(
-        [
-            sys.executable,
-            str(corpus / "score_structure.py"),
-            str(parsed),
-            "--corpus",
-            str(corpus),
-            "--json",
-            str(scores),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    result: dict[str, Any] = json.loads(scores.read_text(encoding="utf-8"))
-    return result
+    return score_structure(corpus, parsed, out.with_suffix(".scores.json"))
 
 
 def _f1(h: dict[str, float]) -> float | None:
@@ -273,8 +260,8 @@ def _progress(message: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    ap.add_argument("--corpus", type=Path, default=SHARED_CORPUS)
+    ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--min-pages", type=int, default=220)
     ap.add_argument("--llm-pages", type=int, default=40, help="pages timed for pymupdf4llm")
     ap.add_argument("--rss-pages", type=int, default=2000)
@@ -372,7 +359,7 @@ def main() -> None:
         },
         "memory": {**rss, "limit_mib": 1024, "ok": rss["peak_rss_mib"] < 1024},
     }
-    (args.out / "pdf_quality.json").write_text(json.dumps(result, indent=2) + "\n", "utf-8")
+    write_json(args.out / "pdf_quality.json", result, indent=2)
 
     print(
         f"{'document':34} {'ours F1':>8} {'rec':>5} {'prec':>5} {'ord':>5} {'tab':>5}   "

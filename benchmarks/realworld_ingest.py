@@ -3,7 +3,9 @@
 All 117 PDFs of `../shared/realworld/docs` and the 32 files of `../shared/corpus/docs` go into
 ONE namespace of a fresh CORPUS_HOME through `corpus_pipeline.orchestration.ingest.ingest` (the path of
 `corpus ingest`: Dagster assets and their contract checks; the encrypted sample opens with the
-corpus manifest's password), published once at the end. Per file: status, pages, seconds, chunks
+corpus manifest's password), published once at the end; in-process, the command's own
+`ingest` once per password, so each file is reported as it finishes and the publish is timed
+apart. Per file: status, pages, seconds, chunks
 by type, diagnostics by code and, for PDFs, word recall (`corpus_pipeline.quality.recall`: the
 words of PyMuPDF's plain text that reach the chunks; running headers/footers excluded by the
 parser's own rule). A separate tiny check ingests the encrypted sample without its password: it
@@ -35,14 +37,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.structure_quality import corpus_passwords
+from benchmarks.harness import RESULTS, SHARED, corpus_passwords, write_json
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
-from corpus_pipeline.orchestration.ingest import IngestResult, ingest, publish_namespace_run
-from corpus_pipeline.pipeline.stages import document_dir
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.orchestration.runs import DocumentRuns, IngestResult
 from corpus_pipeline.quality.recall import document_word_recall
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
 NAMESPACE = "realworld"
 RECALL_MEDIAN_TARGET = 0.98
 RECALL_FLOOR = 0.90
@@ -119,7 +119,7 @@ def file_report(source: Source, result: IngestResult, settings: CorpusSettings) 
     if result.status != "ok" or result.document_id is None:
         row["error"] = result.error
         return row
-    artifacts = document_dir(settings, result.document_id)
+    artifacts = settings.artifacts_dir / result.document_id
     manifest = json.loads((artifacts / "manifest.json").read_text(encoding="utf-8"))
     stats = manifest.get("statistics", {})
     row["pages"] = stats.get("pages")
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     print_header()
     rows = ingest_sources(sources, settings)
     mark = time.perf_counter()
-    outcome = publish_namespace_run(settings, NAMESPACE)
+    outcome = DocumentRuns.of(settings).publish(NAMESPACE)
     publish = {
         "revision": outcome.revision,
         "documents": outcome.documents,
@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> None:
     result: Row = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "path": "corpus_pipeline.orchestration.ingest.ingest (Dagster assets + checks), one namespace, "
-        "publish_namespace_run once at the end",
+        "DocumentRuns.publish once at the end",
         "selection": {
             "limit_per_set": args.limit,
             "only_realworld": args.only_realworld,
@@ -367,10 +367,8 @@ def main(argv: list[str] | None = None) -> None:
         "per_file": rows,
     }
     print_summary(summary, publish)
-    out_dir = args.out or (REPO / "benchmarks" / "results" if full_run else Path(tmp))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / "realworld_ingest.json"
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out_dir = args.out or (RESULTS if full_run else Path(tmp))
+    out = write_json(out_dir / "realworld_ingest.json", result)
     print(f"written: {out} ({result['total_seconds']} s)")
     if not args.keep:
         shutil.rmtree(home, ignore_errors=True)

@@ -1,10 +1,10 @@
 """Retrieval on real long documents, page-exact, next to naive BM25 in the same run.
 
 All 117 PDFs of `../shared/realworld/docs` go into ONE namespace through `corpus ingest`
-(`benchmarks.user_path.ingest_folder`: Dagster assets and their contract checks, one published
-revision); a document that fails stays in the question set, its questions are misses. The 199
-questions (`questions.jsonl`) and the 100 financial-metric questions (`finance_questions.jsonl`)
-then go to the query service over HTTP (`POST /v1/search`) as an agent sends them: classic
+(`harness.ingest_folder`: Dagster assets and their contract checks, one published revision); a
+document that fails stays in the question set, its questions are misses. The 199 questions
+(`questions.jsonl`) and the 100 financial-metric questions (`finance_questions.jsonl`) then go
+to `corpus serve` over HTTP (`POST /v1/search`) as an agent sends them: classic
 (top 10) and agentic (8k token budget). Agentic results are scored in the order the
 agent reads them: the chunks in `evidence_text` order (document by document, sections in
 document order), then the fallback results it was pointed to. Scoring is the set's own
@@ -28,14 +28,12 @@ already ingested home without ingesting again; the headline comes from a full ru
 from __future__ import annotations
 
 import argparse
-import hashlib
 import html
 import json
 import math
 import os
 import re
 import statistics
-import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -48,16 +46,31 @@ import httpx
 import pyarrow.parquet as pq
 import pymupdf
 
-from benchmarks.search_quality import post_search, search_client, write_jsonl
-from benchmarks.user_path import ingest_folder, load_script
+from benchmarks.harness import (
+    AGENTIC_BUDGET,
+    REALWORLD,
+    RESULTS,
+    TOP_K,
+    Ingested,
+    ingest_folder,
+    load_script,
+    log,
+    nearest_rank,
+    post_search,
+    reading_order,
+    realworld_questions,
+    result_line,
+    score_pages,
+    search_client,
+    write_json,
+    write_jsonl,
+)
+from corpus_pipeline.contracts import published
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse
-from corpus_pipeline.contracts.search import DEFAULT_WEIGHTS
+from corpus_pipeline.contracts.search import DEFAULT_WEIGHTS, RevisionPointer
+from query_service.snapshot.revision import open_revision
 
-REPO = Path(__file__).resolve().parent.parent
-REALWORLD = REPO.parent / "shared" / "realworld"
 NAMESPACE = "realworld"
-TOP_K = 10
-AGENTIC_BUDGET = 8000
 WINDOW_CHARS = 1000
 WINDOW_OVERLAP = 200
 BM25_K1 = 1.5
@@ -90,53 +103,9 @@ DENSE_STUDY: dict[str, dict[str, float] | None] = {
     **{f"lexical + rerank {w:g}": {**LEXICAL, "rerank": w} for w in RERANK_CURVE},
 }
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "doc@10")
-_CHUNK_MARK = re.compile(r"\[chunk ([0-9a-f]+)(?:, pages [0-9,]+)?\]")
 
 Row = dict[str, Any]
 _mupdf: Any = pymupdf  # only partly annotated
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-QUESTION_SETS = {"questions": "questions.jsonl", "finance": "finance_questions.jsonl"}
-HALVES = ("tuned", "held out")
-
-
-def half_of(file_name: str) -> str:
-    """The half a document belongs to: a stable hash of its file name (the first byte of its
-    BLAKE2b digest), even → tuned, odd → held out. On this set it splits the 117 documents
-    48 / 69 and the questions 100 / 99 and 45 / 55, with every document type in both."""
-    return HALVES[hashlib.blake2b(file_name.encode("utf-8")).digest()[0] % 2]
-
-
-def load_questions(root: Path, name: str = "questions") -> list[Row]:
-    lines = (root / QUESTION_SETS[name]).read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-def scorer(root: Path) -> Any:
-    """The set's own `score_pages.py`, imported (stdlib only)."""
-    return load_script(root / "score_pages.py")
-
-
-def score(
-    root: Path, lines: list[Row], work: Path, name: str, questions: str = "questions"
-) -> dict[str, Row]:
-    """The set's scorer over all questions, then over each half's (groups "half:<name>" and
-    "half:<name>/type:<doc type>")."""
-    path = work / f"{name}.jsonl"
-    write_jsonl(path, lines)
-    result: dict[str, Row] = scorer(root).score(str(path), str(root / QUESTION_SETS[questions]))
-    for half in HALVES:
-        kept = [q for q in load_questions(root, questions) if half_of(q["doc"]) == half]
-        subset = work / f"{name}-{questions}-{half.replace(' ', '_')}.jsonl"
-        write_jsonl(subset, kept)
-        for group, metrics in scorer(root).score(str(path), str(subset)).items():
-            if group == "all" or group.startswith("type:"):
-                result[f"half:{half}" + ("" if group == "all" else f"/{group}")] = metrics
-    return result
 
 
 def breakdown(
@@ -147,27 +116,19 @@ def breakdown(
     path = work / f"{name}-by-{field}.jsonl"
     write_jsonl(path, lines)
     groups: dict[str, list[Row]] = defaultdict(list)
-    for q in load_questions(root, questions):
+    scorer = load_script(root / "score_pages.py")
+    for q in realworld_questions(root, questions):
         value = q[field]
         groups["+".join(sorted(value)) if isinstance(value, list) else str(value)].append(q)
     out: dict[str, Row] = {}
     for value, kept in sorted(groups.items()):
         subset = work / f"{name}-{field}-{len(out)}.jsonl"
         write_jsonl(subset, kept)
-        out[value] = scorer(root).score(str(path), str(subset))["all"]
+        out[value] = scorer.score(str(path), str(subset))["all"]
     return out
 
 
 # -- the system, as an agent calls it -----------------------------------------------------------
-
-
-def result_line(r: Row) -> Row:
-    return {
-        "source_file_name": r["source_file_name"],
-        "pages": r["pages"],
-        "section_path": r["section_path"],
-        "chunk_id": r["chunk_id"],
-    }
 
 
 def classic(
@@ -183,18 +144,6 @@ def classic(
         took.append((time.perf_counter() - started) * 1000)
         lines.append({"id": q["id"], "results": [result_line(r) for r in payload["results"]]})
     return lines, took
-
-
-def reading_order(response: AgenticResponse) -> list[Row]:
-    """The chunks as the agent reads them: in `evidence_text` order, then the fallback."""
-    by_id = {r.chunk_id: r for r in response.results}
-    order: list[str] = []
-    for match in _CHUNK_MARK.finditer(response.evidence_text):
-        if match.group(1) in by_id and match.group(1) not in order:
-            order.append(match.group(1))
-    order += [cid for cid in by_id if cid not in order]  # never dropped, even if unmarked
-    read = [by_id[cid] for cid in order] + list(response.fallback_results)
-    return [result_line(r.model_dump(mode="json")) for r in read]
 
 
 def agentic(client: httpx.Client, questions: Sequence[Row]) -> tuple[list[Row], list[float]]:
@@ -337,9 +286,35 @@ def structure(home: Path) -> Row:
 # -- report --------------------------------------------------------------------------------------
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1) if ordered else 0.0
+def embedding_of(ingested: Ingested) -> Row | None:
+    """What the dense channel added, as the published revisions record it: the documents and
+    unique chunks with a vector in the revision `corpus ingest` ended on, the seconds from the
+    first revision of this ingest (lexical) to that one (embedding and one publish), and the
+    ingested documents without a vector. None when no vectors were published."""
+    ns_dir = ingested.settings.published_dir / NAMESPACE
+    pointers = sorted(
+        (
+            RevisionPointer.model_validate_json(path.read_text(encoding="utf-8"))
+            for path in (ns_dir / published.REVISIONS_DIR).glob("*.json")
+        ),
+        key=lambda p: p.revision,
+    )
+    if not pointers or published.VECTORS not in pointers[-1].lance_versions:
+        return None
+    revision = open_revision(ingested.settings.published_dir, NAMESPACE)
+    vectors = revision.table(published.VECTORS).to_arrow().select(["document_id", "chunk_id"])
+    documents = set(vectors.column("document_id").to_pylist())
+    chunks = len(set(vectors.column("chunk_id").to_pylist()))
+    if not chunks:
+        return None
+    seconds = (pointers[-1].created_at - pointers[0].created_at).total_seconds()
+    return {
+        "documents": len(documents),
+        "chunks": chunks,
+        "seconds": round(seconds, 1),
+        "chunks_per_s": round(chunks / seconds, 1) if seconds > 0 else None,
+        "errors": {n: "no vector" for n, d in ingested.ok.items() if d not in documents},
+    }
 
 
 def table(systems: dict[str, dict[str, Row]], groups: Sequence[str]) -> list[str]:
@@ -356,8 +331,8 @@ def table(systems: dict[str, dict[str, Row]], groups: Sequence[str]) -> list[str
 
 
 def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
-    questions = load_questions(root)
-    finance = load_questions(root, "finance")
+    questions = realworld_questions(root)
+    finance = realworld_questions(root, "finance")
     docs = root / "docs"
     work = Path(tempfile.mkdtemp(prefix="realworld-quality-"))
     started = time.perf_counter()
@@ -367,22 +342,13 @@ def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
     dense_study: dict[str, dict[str, Row]] = {}
     if not reuse:
         log(f"ingesting {len(list(docs.glob('*.pdf')))} documents into {home} …")
-        ingested = ingest_folder(
-            docs,
-            home,
-            namespace=NAMESPACE,
-            on_progress=lambda r: log(f"  {r.status:<6} {r.seconds:6.1f}s {r.source_file_name}"),
-        )
+        ingested = ingest_folder(docs, home, namespace=NAMESPACE)
+        for r in ingested.results:
+            log(f"  {r.status:<6} {r.seconds:6.1f}s {r.source_file_name}")
         failed = ingested.failed
         ingest_seconds = round(time.perf_counter() - started, 1)
-        if ingested.dense is not None:
-            embedding = {
-                "documents": ingested.dense.documents,
-                "chunks": ingested.dense.chunks,
-                "seconds": round(ingested.dense.seconds, 1),
-                "chunks_per_s": round(ingested.dense.chunks / max(ingested.dense.seconds, 1e-9), 1),
-                "errors": ingested.dense.errors,
-            }
+        if dense:
+            embedding = embedding_of(ingested)
     log("naive BM25 floor …")
     floor, finance_floor = naive(docs, [*questions, *finance], split=len(questions))
     systems: dict[str, list[Row]] = {"naive BM25": floor}
@@ -394,17 +360,23 @@ def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
         systems["classic"], took = classic(client, questions)
         finance_systems["classic"], finance_took = classic(client, finance)
         took += finance_took
-        latency["classic"] = {"p50_ms": percentile(took, 0.5), "p95_ms": percentile(took, 0.95)}
+        latency["classic"] = {
+            "p50_ms": nearest_rank(took, 0.5, 1),
+            "p95_ms": nearest_rank(took, 0.95, 1),
+        }
         log("agentic …")
         systems["agentic 8k"], took = agentic(client, questions)
         finance_systems["agentic 8k"], finance_took = agentic(client, finance)
         took += finance_took
-        latency["agentic 8k"] = {"p50_ms": percentile(took, 0.5), "p95_ms": percentile(took, 0.95)}
+        latency["agentic 8k"] = {
+            "p50_ms": nearest_rank(took, 0.5, 1),
+            "p95_ms": nearest_rank(took, 0.95, 1),
+        }
         for name, weights in CHANNEL_STUDY.items():
             lines = (
                 systems["classic"] if weights is None else classic(client, questions, weights)[0]
             )
-            channels[name] = score(root, lines, work, f"channel-{len(channels)}")["all"]
+            channels[name] = score_pages(root, lines, work, f"channel-{len(channels)}")["all"]
         if dense:
             for name, weights in DENSE_STUDY.items():
                 lines, took = (
@@ -412,17 +384,18 @@ def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
                     if weights is None
                     else classic(client, questions, weights)
                 )
-                dense_study[name] = score(root, lines, work, f"dense-{len(dense_study)}")
+                dense_study[name] = score_pages(root, lines, work, f"dense-{len(dense_study)}")
                 if took:
                     latency[f"classic, {name}"] = {
-                        "p50_ms": percentile(took, 0.5),
-                        "p95_ms": percentile(took, 0.95),
+                        "p50_ms": nearest_rank(took, 0.5, 1),
+                        "p95_ms": nearest_rank(took, 0.95, 1),
                     }
     scores = {
-        name: score(root, lines, work, name.replace(" ", "_")) for name, lines in systems.items()
+        name: score_pages(root, lines, work, name.replace(" ", "_"))
+        for name, lines in systems.items()
     }
     finance_scores = {
-        name: score(root, lines, work, "finance-" + name.replace(" ", "_"), "finance")
+        name: score_pages(root, lines, work, "finance-" + name.replace(" ", "_"), "finance")
         for name, lines in finance_systems.items()
     }
     finance_breakdown = {
@@ -465,7 +438,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--home", type=Path, default=None, help="CORPUS_HOME to ingest into")
     parser.add_argument("--reuse", action="store_true", help="search --home without ingesting")
     parser.add_argument("--set", type=Path, default=REALWORLD, dest="root")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
         "--dense",
         action="store_true",
@@ -501,8 +474,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"latency: {result['latency']}")
     if result["failed_documents"]:
         print(f"failed documents: {result['failed_documents']}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "realworld_quality.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_json(args.out / "realworld_quality.json", result)
 
 
 if __name__ == "__main__":

@@ -7,15 +7,17 @@ Per corpus size (chunk positions; see `benchmarks/synthetic.py` for the generato
 2. bulk-publish them as one namespace in a child process (timed, peak RSS; cached);
 3. search latency, single-threaded, after a warm-up pass: `classic_search` (top_k=10) and, for
    the same query in the same loop, the three raw tantivy channel queries it is built on (the
-   same shaped term queries, top 50 each, back to back; no fusion, no stored-document fetch).
-   An instrumented replica of classic search splits its time into stages;
+   same shaped term queries, as deep as classic search reads them, back to back; no fusion,
+   no stored-document fetch): the floor classic search is held against;
 4. publish ONE extra document (~300 chunks) into the corpus: add, re-publish a changed version,
    delete — three runs each, medians (must not grow with the corpus);
 5. index size on disk per chunk (tantivy folder of the current revision, LanceDB folder).
 
 Writes benchmarks/results/search_latency.json (search_latency_quick.json with --quick) and
-prints a markdown table. `--profile` also writes a cProfile of classic search at the largest
-size to benchmarks/results/search_latency_profile.txt.
+prints a markdown table. Where classic search spends its time is read from `--profile`: a
+cProfile of the real `classic_search` at the largest size, written to
+benchmarks/results/search_latency_profile.txt (an earlier stage-timed hand copy of classic
+search drifted from it and was removed).
 """
 
 from __future__ import annotations
@@ -23,60 +25,40 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import hashlib
 import io
 import json
 import os
-import platform
 import pstats
-import random
 import resource
 import shutil
 import statistics
-import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import tantivy
 
 from benchmarks import synthetic as syn
-from corpus_pipeline.contracts.search import (
-    DEFAULT_WEIGHTS,
-    SearchRequest,
-    SearchResponse,
-    SearchResult,
+from benchmarks.harness import (
+    RESULTS,
+    TOP_K,
+    log,
+    machine_facts,
+    percentile,
+    write_json,
 )
+from benchmarks.synthetic import NAMESPACE, QUERY_MIX, BenchQuery, SizeDirs, dir_bytes
+from corpus_pipeline.contracts.published import read_pointer
+from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.index import channels
-from corpus_pipeline.publish import tables as publish_tables
-from corpus_pipeline.publish.publisher import (
-    PublishItem,
-    PublishReport,
-    publish_items_for,
-    publish_namespace,
-    read_pointer,
-)
-from query_service.retrieval.classic import (
-    MIN_DEPTH,
-    _result,
-    channel_query,
-    classic_search,
-    path_query,
-    shape_query,
-)
-from query_service.retrieval.fusion import weighted_rrf
+from corpus_pipeline.publish.publisher import PublishItem, publish_namespace
+from query_service.retrieval.classic import MIN_DEPTH, classic_search
+from query_service.retrieval.queries import channel_query, path_query, shape_query
 from query_service.snapshot.revision import Revision, open_revision
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "benchmarks" / "results"
-DEFAULT_QUESTIONS = REPO.parent / "shared" / "corpus" / "questions.jsonl"
-NAMESPACE = "bench"
-TOP_K = 10
 # The channels with an index field (document, page and dense rank by other means).
 INDEX_CHANNELS = tuple(channels.CHANNEL_FIELDS)
 RAW_DEPTH = MIN_DEPTH  # as deep as classic search reads each channel
@@ -85,247 +67,6 @@ ONE_DOC_RUNS = 3
 TARGET_P50_MS = 20.0
 TARGET_RATIO = 2.0
 TARGET_SIZE = 1_000_000
-QUERY_MIX = (("phrase", 0.30), ("words", 0.25), ("identifier", 0.20), ("question", 0.25))
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile, q in [0, 100]."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    pos = (len(ordered) - 1) * q / 100
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
-def dir_bytes(path: Path) -> int:
-    """Bytes of the files under path, hard links counted once."""
-    seen: set[tuple[int, int]] = set()
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            st = os.lstat(os.path.join(root, name))
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_size
-    return total
-
-
-def machine_facts() -> dict[str, Any]:
-    mem_kib = 0
-    meminfo = Path("/proc/meminfo")
-    if meminfo.is_file():
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kib = int(line.split()[1])
-    cpu_model = ""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        cpu_model = next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in cpuinfo.read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            "",
-        )
-    versions = {}
-    for package in ("tantivy", "lancedb", "pydantic"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = "?"
-    return {
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model,
-        "memory_gib": round(mem_kib / 2**20, 1),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "packages": versions,
-    }
-
-
-# -- corpus and bulk publish (cached) ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SizeDirs:
-    root: Path
-
-    @property
-    def artifacts(self) -> Path:
-        return self.root / "artifacts"
-
-    @property
-    def published(self) -> Path:
-        return self.root / "published"
-
-    @property
-    def records(self) -> Path:
-        return self.root / "records.json"
-
-    @property
-    def corpus_marker(self) -> Path:
-        return self.root / "corpus.json"
-
-    @property
-    def bulk_marker(self) -> Path:
-        return self.root / "bulk.json"
-
-
-def _read_marker(path: Path, expect: dict[str, Any]) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data if all(data.get(k) == v for k, v in expect.items()) else None
-
-
-def ensure_corpus(dirs: SizeDirs, size: int, seed: int, workers: int) -> dict[str, Any]:
-    key = {"generator_version": syn.GENERATOR_VERSION, "seed": seed, "size": size}
-    marker = _read_marker(dirs.corpus_marker, key)
-    if marker is not None:
-        return {**marker, "cached": True}
-    if dirs.root.exists():
-        shutil.rmtree(dirs.root)
-    dirs.artifacts.mkdir(parents=True)
-    started = time.perf_counter()
-    specs = syn.plan_corpus(size, NAMESPACE, seed)
-    done = 0
-    next_report = 0.0
-    for positions in syn.generate(specs, dirs.artifacts, workers):
-        done += positions
-        if time.perf_counter() - started > next_report:
-            log(f"  generated {done:,}/{size:,} chunk positions")
-            next_report += 15
-    syn.save_records(specs, dirs.records)
-    data = {
-        **key,
-        "docs": len(specs),
-        "chunk_positions": size,
-        "artifact_bytes": dir_bytes(dirs.artifacts),
-        "seconds": round(time.perf_counter() - started, 2),
-        "workers": workers,
-    }
-    dirs.corpus_marker.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    return {**data, "cached": False}
-
-
-def corpus_items(dirs: SizeDirs) -> list[PublishItem]:
-    return publish_items_for(dirs.artifacts, syn.load_records(dirs.records), NAMESPACE)
-
-
-def _report_dict(report: PublishReport, seconds: float) -> dict[str, Any]:
-    pointer = report.pointer
-    return {
-        "seconds": round(seconds, 3),
-        "timings": {k: round(v, 3) for k, v in report.timings.items()},
-        "revision": pointer.revision if pointer else None,
-        "chunks": pointer.chunks if pointer else None,
-        "documents": pointer.documents if pointer else None,
-        "published": len(report.published),
-        "removed": len(report.removed),
-    }
-
-
-def _bulk_publish_child(root: str, result_path: str) -> None:
-    """Runs in a fresh process: publish the whole corpus once, report time and peak RSS."""
-    dirs = SizeDirs(Path(root))
-    items = corpus_items(dirs)
-    started = time.perf_counter()
-    report = publish_namespace(dirs.published, NAMESPACE, items)
-    seconds = time.perf_counter() - started
-    data = _report_dict(report, seconds)
-    data["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    Path(result_path).write_text(json.dumps(data), encoding="utf-8")
-
-
-def publish_format() -> str:
-    """Hash of the published layout's definitions: a cached namespace built by another version
-    of the tables or the index schema is rebuilt, not appended to."""
-    digest = hashlib.sha256()
-    for module in (publish_tables, channels):
-        digest.update(Path(str(module.__file__)).read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def ensure_published(dirs: SizeDirs, corpus: dict[str, Any]) -> dict[str, Any]:
-    key = {
-        "corpus_seconds": corpus["seconds"],
-        "generator_version": syn.GENERATOR_VERSION,
-        "publish_format": publish_format(),
-    }
-    marker = _read_marker(dirs.bulk_marker, key)
-    if marker is not None and read_pointer(dirs.published / NAMESPACE) is not None:
-        return {**marker, "cached": True}
-    if dirs.published.exists():
-        shutil.rmtree(dirs.published)
-    import multiprocessing as mp
-
-    result_path = dirs.root / ".bulk-result.json"
-    result_path.unlink(missing_ok=True)
-    process = mp.get_context("spawn").Process(
-        target=_bulk_publish_child, args=(str(dirs.root), str(result_path))
-    )
-    process.start()
-    process.join()
-    if process.exitcode != 0 or not result_path.is_file():
-        raise RuntimeError(f"bulk publish failed (exit code {process.exitcode})")
-    data = {**key, **json.loads(result_path.read_text(encoding="utf-8"))}
-    dirs.bulk_marker.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    return {**data, "cached": False}
-
-
-# -- queries -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BenchQuery:
-    kind: str
-    text: str
-
-
-def make_queries(
-    model: syn.TextModel, count: int, seed: int, questions_path: Path
-) -> list[BenchQuery]:
-    """Real-ish queries: phrases cut from real sentences, bags of corpus words, identifiers
-    (alone or with a few words) and the shared corpus's development questions."""
-    rng = random.Random(f"{seed}/queries")
-    questions = [
-        json.loads(line)["question"]
-        for line in questions_path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
-    kinds = [k for k, _ in QUERY_MIX]
-    weights = [w for _, w in QUERY_MIX]
-    sentences = [s for source in model.sources for s, _ in source.sentences]
-    out: list[BenchQuery] = []
-    for _ in range(count):
-        kind = rng.choices(kinds, weights=weights)[0]
-        if kind == "question" and not questions:
-            kind = "phrase"
-        if kind == "phrase":
-            words = rng.choice(sentences).split()
-            n = min(rng.randint(2, 8), len(words))
-            start = rng.randrange(len(words) - n + 1)
-            text = " ".join(words[start : start + n])
-        elif kind == "words":
-            text = " ".join(rng.choice(model.words) for _ in range(rng.randint(2, 8)))
-        elif kind == "identifier":
-            if rng.random() < 0.5:
-                ident = rng.choices(model.identifiers, weights=model.ident_weights)[0]
-            else:
-                ident = rng.choice(model.identifiers)
-            extra = [rng.choice(model.words) for _ in range(rng.choice((0, 0, 1, 2, 3)))]
-            text = " ".join([ident, *extra])
-        else:
-            text = rng.choice(questions)
-        out.append(BenchQuery(kind=kind, text=text))
-    return out
 
 
 # -- search measurement ------------------------------------------------------------------------
@@ -334,7 +75,8 @@ def make_queries(
 def channel_queries(
     revision: Revision, shaped: dict[str, list[str]]
 ) -> list[tuple[str, tantivy.Query]]:
-    """The per-channel queries exactly as classic search builds them (no filters)."""
+    """The lexical channels' term queries from classic search's own builders (`shape_query`,
+    `channel_query`, `path_query`; no filters, label phrases or other word forms)."""
     out = []
     for channel, terms in shaped.items():
         if not terms:
@@ -348,83 +90,13 @@ def channel_queries(
 
 
 def raw_channels(revision: Revision, shaped: dict[str, list[str]]) -> int:
-    """The three channel queries of classic search (built the same way from the same shaped
-    terms), executed back to back, top 50 each: no fusion, no stored-document fetch."""
+    """The channel queries executed back to back, RAW_DEPTH hits each: no fusion, no
+    stored-document fetch (the raw index work classic search is held against)."""
     searcher = revision.searcher
     hits = 0
     for _channel, query in channel_queries(revision, shaped):
         hits += len(searcher.search(query, RAW_DEPTH, count=False).hits)
     return hits
-
-
-STAGES = ("shape", "search", "fuse", "fetch", "decode", "build", "response")
-
-
-def instrumented_classic(
-    revision: Revision, request: SearchRequest
-) -> tuple[dict[str, float], list[str]]:
-    """A stage-timed replica of classic_search's usual path (no filters, enough results in the
-    first round). Returns seconds per stage and the result chunk ids; the caller compares them
-    with the real function's, so a drift of this replica from classic.py shows up as
-    `replica_mismatches`."""
-    import json as _json
-
-    from corpus_pipeline.index import channels as ch
-
-    t: dict[str, float] = dict.fromkeys(STAGES, 0.0)
-    clock = time.perf_counter
-    mark = clock()
-    weights = request.weights or DEFAULT_WEIGHTS
-    terms = {c: shape_query(c, request.query) for c in INDEX_CHANNELS if weights.get(c, 0) > 0}
-    now = clock()
-    t["shape"] += now - mark
-    mark = now
-    searcher = revision.searcher
-    ranked: dict[str, list[tuple[int, int]]] = {}
-    scores: dict[str, list[float]] = {}
-    addresses: dict[tuple[int, int], Any] = {}
-    depth = max(MIN_DEPTH, request.top_k * 5)
-    for channel, query in channel_queries(revision, terms):
-        hits = searcher.search(query, depth, count=False).hits
-        keys = []
-        for _, address in hits:
-            key = (address.segment_ord, address.doc)
-            addresses[key] = address
-            keys.append(key)
-        ranked[channel] = keys
-        scores[channel] = [round(score, 5) for score, _ in hits]
-    now = clock()
-    t["search"] += now - mark
-    mark = now
-    fused = weighted_rrf(ranked, weights, scores=scores)
-    now = clock()
-    t["fuse"] += now - mark
-    results: list[SearchResult] = []
-    for entry in fused:
-        mark = clock()
-        data = searcher.doc(addresses[entry.key])[ch.F_STORED][0]
-        now = clock()
-        t["fetch"] += now - mark
-        payload = _json.loads(data)
-        mark = clock()
-        t["decode"] += mark - now
-        result = _result(payload, entry.score, entry.ranks, request)
-        t["build"] += clock() - mark
-        if result is not None:
-            results.append(result)
-            if len(results) == request.top_k:
-                break
-    mark = clock()
-    SearchResponse(
-        query=request.query,
-        namespace=revision.namespace,
-        revision=revision.number,
-        small_corpus=False,
-        took_ms=0.0,
-        results=results,
-    )
-    t["response"] += clock() - mark
-    return t, [r.chunk_id for r in results]
 
 
 def _timed(fn: Callable[[], object]) -> float:
@@ -454,14 +126,6 @@ def measure_search(revision: Revision, queries: list[BenchQuery]) -> dict[str, A
         else:
             raw_ms.append(_timed(run_raw))
             classic_ms.append(_timed(run_classic))
-    stages: dict[str, list[float]] = {s: [] for s in STAGES}
-    mismatches = 0
-    for request in requests:
-        t, ids = instrumented_classic(revision, request)
-        for stage, seconds in t.items():
-            stages[stage].append(seconds * 1000)
-        if ids != [r.chunk_id for r in classic_search(revision, request).results]:
-            mismatches += 1
     by_kind: dict[str, dict[str, float]] = {}
     for kind, _ in QUERY_MIX:
         idx = [i for i, q in enumerate(queries) if q.kind == kind]
@@ -488,9 +152,6 @@ def measure_search(revision: Revision, queries: list[BenchQuery]) -> dict[str, A
         "ratio_p95": round(percentile(classic_ms, 95) / percentile(raw_ms, 95), 2),
         "ratio_median_per_query": round(percentile(per_query_ratio, 50), 2),
         "by_kind": by_kind,
-        "classic_stages_mean_ms": {s: round(statistics.fmean(v), 3) for s, v in stages.items()},
-        "classic_stages_p50_ms": {s: round(percentile(v, 50), 3) for s, v in stages.items()},
-        "replica_mismatches": mismatches,
     }
 
 
@@ -519,7 +180,7 @@ def ensure_extra(workdir: Path, seed: int) -> dict[int, Path]:
     root = workdir / "extra"
     key = {"generator_version": syn.GENERATOR_VERSION, "seed": seed, "chunks": ONE_DOC_CHUNKS}
     dirs = {v: root / f"v{v}" for v in (1, 2)}
-    if _read_marker(root / "extra.json", key) is None:
+    if syn.read_marker(root / "extra.json", key) is None:
         shutil.rmtree(root, ignore_errors=True)
         for variant, directory in dirs.items():
             spec = syn.extra_spec(NAMESPACE, seed, variant, ONE_DOC_CHUNKS)
@@ -549,7 +210,7 @@ def measure_one_doc(
             started = time.perf_counter()
             report = publish_namespace(dirs.published, NAMESPACE, batch)
             seconds = time.perf_counter() - started
-            entry = {"run": run, "op": op, **_report_dict(report, seconds)}
+            entry = {"run": run, "op": op, **syn.report_dict(report, seconds)}
             # The publisher compacts every LanceDB table on every 20th revision.
             entry["compaction"] = bool(entry["revision"] and entry["revision"] % 20 == 0)
             if entry["published"] + entry["removed"] != 1:
@@ -611,11 +272,11 @@ def run_size(size: int, args: argparse.Namespace, queries: list[BenchQuery]) -> 
     phases: dict[str, float] = {}
     log(f"size {size:,}: corpus")
     mark = time.perf_counter()
-    corpus = ensure_corpus(dirs, size, args.seed, args.workers)
+    corpus = syn.ensure_corpus(dirs, size, args.seed, args.workers)
     phases["generate"] = time.perf_counter() - mark
     log(f"  corpus: {corpus['docs']} docs in {corpus['seconds']}s (cached={corpus['cached']})")
     mark = time.perf_counter()
-    bulk = ensure_published(dirs, corpus)
+    bulk = syn.ensure_published(dirs, corpus)
     phases["bulk_publish"] = time.perf_counter() - mark
     log(f"  bulk publish: {bulk['seconds']}s {bulk['timings']} (cached={bulk['cached']})")
     disk_before = measure_disk(dirs)
@@ -643,7 +304,7 @@ def run_size(size: int, args: argparse.Namespace, queries: list[BenchQuery]) -> 
     gc.collect()
 
     mark = time.perf_counter()
-    items = corpus_items(dirs)
+    items = syn.corpus_items(dirs)
     one_doc = measure_one_doc(dirs, items, ensure_extra(args.workdir, args.seed), args.seed)
     phases["one_doc_publish"] = time.perf_counter() - mark
     log(f"  one-doc publish medians: {one_doc['median_seconds']}")
@@ -719,7 +380,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/corpus-bench"))
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="generator procs")
-    ap.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS)
+    ap.add_argument("--questions", type=Path, default=syn.DEFAULT_QUESTIONS)
     ap.add_argument("--out", type=Path, default=None, help="result JSON path")
     ap.add_argument("--profile", action="store_true", help="cProfile classic search")
     args = ap.parse_args(argv)
@@ -737,7 +398,7 @@ def main(argv: list[str] | None = None) -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model = syn.load_text_model()
-    queries = make_queries(model, args.queries, args.seed, args.questions)
+    queries = syn.make_queries(model, args.queries, args.seed, args.questions)
     sizes = [run_size(size, args, queries) for size in args.sizes]
     result = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -765,7 +426,7 @@ def main(argv: list[str] | None = None) -> None:
         ),
         "total_seconds": round(time.perf_counter() - started, 1),
     }
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, result, indent=2)
     print(markdown_table(sizes))
     print(f"\nverdict: {json.dumps(result['verdict'])}")
     print(f"written: {args.out}")

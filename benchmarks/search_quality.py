@@ -1,14 +1,14 @@
 """Search quality on the shared corpus, measured on the user's path: every document through
-`corpus ingest` (`corpus_pipeline.orchestration.ingest.ingest`: Dagster assets and their contract checks, the
-encrypted sample with the corpus manifest's password) into a fresh CORPUS_HOME, one published
-revision (`publish_namespace_run`), and the 40 development questions through the query service's
-request path (`POST /v1/search` over HTTP against the app under uvicorn, as the HTTP tests run
-it), scored with the corpus's own `score_search.py`. A document that fails to ingest stays in
-the question set: its questions are misses, and it is listed in `failed_documents` with its error.
+`corpus ingest` (Dagster assets and their contract checks, the encrypted sample with the corpus
+manifest's password, then the published revision) into a fresh CORPUS_HOME, and the 40
+development questions as `POST /v1/search` over HTTP to `corpus serve`, scored with the
+corpus's own `score_search.py`. A document that fails to ingest stays in the question set: its
+questions are misses, and it is listed in `failed_documents` with its error.
 
 Next to it, in the same run and over the same 40 questions, a naive baseline: BM25 (tantivy,
 `en_stem` tokenizer) over fixed 120-word windows (60-word overlap) of the plain text the pipeline
-extracted (the parsed rows' text in order; no section paths, no pages).
+extracted (the parsed rows' text in order from the artifacts; for a document that failed, from
+`corpus debug --stop-at parse --json`; no section paths, no pages).
 
 Writes benchmarks/results/search_quality.json and prints a side-by-side table.
 Run: `python -m benchmarks.search_quality [--corpus DIR] [--out DIR]`.
@@ -18,34 +18,35 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import re
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pyarrow.parquet as pq
 import tantivy
 
-from benchmarks.structure_quality import corpus_passwords
-from benchmarks.user_path import NAMESPACE, Ingested, ingest_folder
-from corpus_pipeline.common.errors import CorpusError
-from corpus_pipeline.common.secrets import document_password
+from benchmarks.harness import (
+    CORPUS_CLI,
+    RESULTS,
+    SHARED_CORPUS,
+    TOP_K,
+    Ingested,
+    Results,
+    corpus_passwords,
+    ingest_folder,
+    load_questions,
+    score_search,
+    search_client,
+    search_ours,
+    write_json,
+)
 from corpus_pipeline.common.settings import CorpusSettings
-from corpus_pipeline.pipeline.stages import document_dir, parse_rows, run_profile
-from corpus_pipeline_tests.http_service import running_service, write_api_keys
-from query_service.config import ServiceSettings
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
-TOP_K = 10
 WINDOW_WORDS = 120
 WINDOW_OVERLAP = 60
 BASELINE = (
@@ -53,57 +54,6 @@ BASELINE = (
     "of the parsed rows' text joined in order; no section paths, no pages"
 )
 TABLE_METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "section@10", "doc_hit@10")
-# A throwaway key of the benchmark's own CORPUS_HOME (the service refuses anonymous requests).
-BENCH_KEY = "corpus-benchmark-key"
-HTTP_TIMEOUT = 120.0
-
-Results = list[dict[str, Any]]
-"""One line per question: {"id", "results": [{"content", "source_file_name", "section_path",
-"pages"}]} (the scorer's input)."""
-
-
-# -- the user's path: ingest, publish, serve ---------------------------------------------------
-
-
-@contextmanager
-def search_client(
-    home: Path, namespace: str = NAMESPACE, answer_cache: bool = True
-) -> Iterator[httpx.Client]:
-    """An HTTP client for the query service over `home` (uvicorn on a loopback port, the
-    rule-based planner, no access prior), once the published revision is loaded. Without
-    `answer_cache` a repeated request is searched again (latency of repeated queries)."""
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request
-    write_api_keys(home, {BENCH_KEY: ("benchmark", [namespace])})
-    settings = ServiceSettings(
-        home=home,
-        planner_model="",
-        navigator_model="",
-        access_prior_weight=0.0,
-        cache_max_entries=2048 if answer_cache else 0,
-    )
-    with (
-        running_service(settings) as url,
-        httpx.Client(
-            base_url=url,
-            headers={"Authorization": f"Bearer {BENCH_KEY}"},
-            timeout=HTTP_TIMEOUT,
-        ) as client,
-    ):
-        deadline = time.monotonic() + 60
-        while client.get("/readyz").status_code != 200:
-            if time.monotonic() > deadline:
-                raise TimeoutError("the query service did not load the published revision")
-            time.sleep(0.1)
-        yield client
-
-
-def post_search(client: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
-    """One `POST /v1/search`; an error response stops the benchmark with its body."""
-    response = client.post("/v1/search", json=body)
-    if response.status_code != 200:
-        raise RuntimeError(f"POST /v1/search {response.status_code}: {response.text[:500]}")
-    payload: dict[str, Any] = response.json()
-    return payload
 
 
 # -- the benchmark ----------------------------------------------------------------------------
@@ -133,67 +83,42 @@ class BenchmarkRun:
         return [q for q in self.questions if q["doc"] in ingested]
 
 
-def load_questions(corpus: Path) -> list[dict[str, Any]]:
-    lines = (corpus / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
 def artifact_text(settings: CorpusSettings, document_id: str) -> str:
     """The parsed rows' text of an ingested document, in reading order (from its artifacts)."""
     table = pq.read_table(
-        document_dir(settings, document_id) / "parsed.parquet", columns=["order", "text"]
+        settings.artifacts_dir / document_id / "parsed.parquet", columns=["order", "text"]
     )
     rows = sorted(zip(table["order"].to_pylist(), table["text"].to_pylist(), strict=True))
     return "\n".join(text for _, text in rows if text and text.strip())
 
 
-def extract_text(doc: Path, workdir: Path, password: str | None) -> str:
-    """Profile + parse one document in-process: the baseline's text of a document the pipeline
-    did not ingest (a later stage failed), so the baseline is not handicapped by our failure."""
-    with document_password(doc.name, password):
-        profile = run_profile(doc, doc.name, document_id=doc.name)
-    ctx = parse_rows(doc, doc.name, profile, workdir / doc.name, password=password)
-    rows = sorted(ctx.rows, key=lambda r: r.order)
-    return "\n".join(r.text for r in rows if r.text.strip())
+def extract_text(doc: Path) -> str | None:
+    """`corpus debug DOC --stop-at parse --json` (profile and parse, no Dagster): the baseline's
+    text of a document the pipeline did not ingest (a later stage failed), so the baseline is
+    not handicapped by our failure. None when the command cannot parse it either (the command
+    takes no password: an encrypted document that failed stays unread)."""
+    done = subprocess.run(
+        [str(CORPUS_CLI), "debug", str(doc), "--stop-at", "parse", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    start = done.stdout.find("[")
+    if done.returncode != 0 or start < 0:
+        return None
+    rows = sorted(json.loads(done.stdout[start:]), key=lambda r: r["order"])
+    return "\n".join(r["text"] for r in rows if r["text"].strip())
 
 
-def corpus_of(
-    ingested: Ingested, docs_dir: Path, workdir: Path, passwords: dict[str, str]
-) -> Corpus:
+def corpus_of(ingested: Ingested, docs_dir: Path) -> Corpus:
     corpus = Corpus(ingested=sorted(ingested.ok), failed=dict(sorted(ingested.failed.items())))
     for name, document_id in ingested.ok.items():
         corpus.texts[name] = artifact_text(ingested.settings, document_id)
     for name in corpus.failed:
-        try:
-            corpus.texts[name] = extract_text(docs_dir / name, workdir, passwords.get(name))
-        except (CorpusError, OSError):
-            continue  # the pipeline cannot read it at all: neither system sees it
+        text = extract_text(docs_dir / name)
+        if text is not None:  # else the pipeline cannot read it at all: neither system sees it
+            corpus.texts[name] = text
     return corpus
-
-
-def search_ours(
-    client: httpx.Client, questions: Iterable[dict[str, Any]], namespace: str = NAMESPACE
-) -> Results:
-    lines = []
-    for q in questions:
-        response = post_search(
-            client, {"query": q["question"], "top_k": TOP_K, "namespace": namespace}
-        )
-        lines.append(
-            {
-                "id": q["id"],
-                "results": [
-                    {
-                        "content": r["content"],
-                        "source_file_name": r["source_file_name"],
-                        "section_path": r["section_path"],
-                        "pages": r["pages"],
-                    }
-                    for r in response["results"]
-                ],
-            }
-        )
-    return lines
 
 
 def windows(text: str, size: int = WINDOW_WORDS, overlap: int = WINDOW_OVERLAP) -> list[str]:
@@ -247,40 +172,6 @@ def search_baseline(
     return lines
 
 
-def write_jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> None:
-    path.write_text(
-        "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8"
-    )
-
-
-def score(
-    corpus: Path, results: Results, questions: Sequence[dict[str, Any]], workdir: Path
-) -> dict[str, Any]:
-    """The corpus's `score_search.py --json` over `results` and the given questions:
-    {"summary": {"all" | "kind=…" | "format=…": {metric: value}}, "per_question": {id: …}}."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    results_path = workdir / "results.jsonl"
-    questions_path = workdir / "questions.jsonl"
-    scores_path = workdir / "scores.json"
-    write_jsonl(results_path, results)
-    write_jsonl(questions_path, questions)
-    subprocess.run(
-        [
-            sys.executable,
-            str(corpus / "score_search.py"),
-            str(results_path),
-            "--questions",
-            str(questions_path),
-            "--json",
-            str(scores_path),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    scores: dict[str, Any] = json.loads(scores_path.read_text(encoding="utf-8"))
-    return scores
-
-
 def run_benchmark(corpus_dir: Path, workdir: Path) -> BenchmarkRun:
     """Ingest, publish and search with both systems over all questions (unscored)."""
     seconds: dict[str, float] = {}
@@ -288,14 +179,14 @@ def run_benchmark(corpus_dir: Path, workdir: Path) -> BenchmarkRun:
     mark = time.perf_counter()
     ingested = ingest_folder(corpus_dir / "docs", workdir / "corpus_home", passwords)
     seconds["ingest_publish"] = time.perf_counter() - mark
-    if ingested.published is not None and ingested.published.error:
-        raise RuntimeError(f"publish failed: {ingested.published.error}")
+    if ingested.publish_error:
+        raise RuntimeError(f"publish failed: {ingested.publish_error}")
     mark = time.perf_counter()
-    corpus = corpus_of(ingested, corpus_dir / "docs", workdir / "extract", passwords)
+    corpus = corpus_of(ingested, corpus_dir / "docs")
     seconds["baseline_text"] = time.perf_counter() - mark
     questions = load_questions(corpus_dir)
     mark = time.perf_counter()
-    if ingested.published is None:
+    if ingested.pointer is None:
         ours: Results = [{"id": q["id"], "results": []} for q in questions]
     else:
         with search_client(ingested.settings.home) as client:
@@ -314,7 +205,9 @@ def score_run(run: BenchmarkRun, corpus_dir: Path, workdir: Path) -> dict[str, d
     subsets = {"all_questions": run.questions, "supported_questions": run.supported_questions()}
     return {
         system: {
-            subset: score(corpus_dir, results, questions, workdir / f"score_{system}_{subset}")
+            subset: score_search(
+                corpus_dir, results, questions, workdir / f"score_{system}_{subset}"
+            )
             for subset, questions in subsets.items()
         }
         for system, results in (("ours", run.ours), ("baseline", run.baseline))
@@ -351,7 +244,7 @@ def per_question(run: BenchmarkRun, scores: dict[str, dict[str, Any]]) -> list[d
 def report(run: BenchmarkRun, scores: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {
         "top_k": TOP_K,
-        "path": "corpus ingest (Dagster assets + checks) → publish_namespace_run → "
+        "path": "corpus ingest (Dagster assets + checks, publish) → corpus serve → "
         "POST /v1/search over HTTP; failed documents count as misses",
         "baseline": BASELINE,
         "seconds": {k: round(v, 2) for k, v in run.seconds.items()},
@@ -396,8 +289,8 @@ def print_table(result: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    ap.add_argument("--corpus", type=Path, default=SHARED_CORPUS)
+    ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -405,9 +298,7 @@ def main() -> None:
         scores = score_run(run, args.corpus, Path(tmp) / "scores")
     result = report(run, scores)
     result["seconds"]["total"] = round(time.perf_counter() - started, 2)
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / "search_quality.json"
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out = write_json(args.out / "search_quality.json", result)
     print_table(result)
     print(f"{result['seconds']}; results in {out}")
 

@@ -39,10 +39,11 @@ from typing import Any
 
 import dagster as dg
 
+from benchmarks.harness import REPO, RESULTS, write_json
 from corpus_pipeline.common.settings import load_settings
-from corpus_pipeline.defs.jobs import STAGE_TAG
-from corpus_pipeline.orchestration.ingest import REPO_ROOT, dagster_instance
-from corpus_pipeline.publish.publisher import read_pointer
+from corpus_pipeline.contracts.published import read_pointer
+from corpus_pipeline.defs.tags import STAGE_TAG
+from corpus_pipeline.orchestration.runs import dagster_instance
 
 DAEMON = Path(sys.executable).with_name("dagster-daemon")
 # Asset keys whose materialisation metadata carries the stage's own seconds.
@@ -146,8 +147,8 @@ def run(count: int, workdir: Path, timeout: float, executor: str = "in_process")
     log = (workdir / "daemon.log").open("wb")
     started = time.perf_counter()
     daemon = subprocess.Popen(
-        [str(DAEMON), "run", "-w", str(REPO_ROOT / "workspace.yaml")],
-        cwd=REPO_ROOT,
+        [str(DAEMON), "run", "-w", str(REPO / "workspace.yaml")],
+        cwd=REPO,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--documents", type=int, default=1000)
     ap.add_argument("--timeout", type=float, default=4 * 3600)
-    ap.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results")
+    ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--keep", type=Path, default=None, help="Work folder to keep (default: temp).")
     ap.add_argument(
         "--executor",
@@ -211,13 +212,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps(result, indent=1))
-    args.out.mkdir(parents=True, exist_ok=True)
     name = (
         "sensor_ingest.json"
         if args.executor == "in_process"
         else f"sensor_ingest_{args.executor}.json"
     )
-    (args.out / name).write_text(json.dumps(result, indent=1) + "\n")
+    write_json(args.out / name, result)
 
 
 if __name__ == "__main__":

@@ -33,25 +33,31 @@ import os
 import random
 import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from benchmarks.http_latency import free_port
-from corpus_pipeline.pipeline.processes import cmdline, start_time
+from benchmarks.harness import (
+    REPO,
+    RESULTS,
+    corpus,
+    create_key,
+    free_port,
+    home_env,
+    rss_mb,
+    running_service,
+    start_service,
+    stop_service,
+    wait_ready,
+    write_json,
+)
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "benchmarks" / "results"
-CORPUS = Path(sys.executable).with_name("corpus")
 NAMESPACE = "soak"
 QUERIES = [
     "How do tufted ducks feed?",
@@ -82,13 +88,29 @@ class _Tally:
     victim: list[tuple[float, int]] = field(default_factory=list)  # (time, status)
 
 
-def _cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [str(CORPUS), *args], env=env, capture_output=True, text=True, check=False, timeout=600
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"corpus {' '.join(args[:2])} failed: {done.stderr[-1000:]}")
-    return done.stdout.strip()
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (None when the process is gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def start_time(pid: int) -> int | None:
+    """When the process started (clock ticks since boot): with the pid, its identity, since a
+    pid is reused once its process is gone. None for no process or a zombie."""
+    fields = _stat(pid)
+    if fields is None or fields[0] == b"Z" or len(fields) < 20:
+        return None
+    return int(fields[19])
+
+
+def cmdline(pid: int) -> bytes:
+    """The process's command line as /proc has it (NUL-separated; empty when gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _children() -> dict[int, list[int]]:
@@ -119,65 +141,6 @@ def cpu_ticks(pid: int) -> int:
     return 0
 
 
-def rss_mb(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with suppress(OSError):
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-    return round(total / 1024, 1)
-
-
-@contextmanager
-def _service(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [str(CORPUS), *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        yield process
-    finally:
-        _stop(process)
-
-
-def _stop(process: subprocess.Popen[bytes], group: bool = True) -> None:
-    """SIGTERM (to its process group when it leads one), then SIGKILL after a minute."""
-
-    def send(signum: int) -> None:
-        with suppress(ProcessLookupError):
-            if group:
-                os.killpg(process.pid, signum)
-            else:
-                process.send_signal(signum)
-
-    if process.poll() is None:
-        send(signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            send(signal.SIGKILL)
-            process.wait(timeout=10)
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        with suppress(httpx.HTTPError):
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        if process.poll() is not None:
-            raise RuntimeError(f"{url}: the service exited ({process.returncode})")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{url} not ready within {timeout} s")
-        time.sleep(0.2)
-
-
 def _document(rng: random.Random, client: int, number: int) -> tuple[str, bytes]:
     birds = ["mallard", "goldeneye", "teal", "wigeon", "pintail", "scaup", "eider", "smew"]
     bird = rng.choice(birds)
@@ -192,40 +155,33 @@ def _document(rng: random.Random, client: int, number: int) -> tuple[str, bytes]
 
 def run_soak(config: SoakConfig, home: Path | None = None) -> dict[str, Any]:
     home = home or Path(tempfile.mkdtemp(prefix="soak-"))
-    env = {
-        **os.environ,
-        "CORPUS_HOME": str(home),
-        "CORPUS_NAMESPACE": NAMESPACE,
-        "CORPUS_JOB_LEASE_SECONDS": str(config.job_lease_seconds),
-        "CORPUS_JOB_HEARTBEAT_SECONDS": str(config.job_heartbeat_seconds),
-        "CORPUS_RELOAD_SECONDS": "1",
-        "CORPUS_MAX_UPLOADS_PER_KEY": str(max(4, config.upload_clients)),
-    }
-    env.pop("CORPUS_OPEN_ACCESS", None)
-    _cli(env, "ingest", str(REPO / "data" / "sample"))
-    reader = _cli(env, "keys", "create", "reader", "--read", NAMESPACE)
-    writer = _cli(env, "keys", "create", "writer", "--write", NAMESPACE)
-    victim = _cli(env, "keys", "create", "victim", "--read", NAMESPACE)
+    env = home_env(
+        home,
+        CORPUS_NAMESPACE=NAMESPACE,
+        CORPUS_JOB_LEASE_SECONDS=str(config.job_lease_seconds),
+        CORPUS_JOB_HEARTBEAT_SECONDS=str(config.job_heartbeat_seconds),
+        CORPUS_RELOAD_SECONDS="1",
+        CORPUS_MAX_UPLOADS_PER_KEY=str(max(4, config.upload_clients)),
+    )
+    corpus(env, "ingest", str(REPO / "data" / "sample"))
+    reader = create_key(env, "reader", read=[NAMESPACE])
+    writer = create_key(env, "writer", write=[NAMESPACE])
+    victim = create_key(env, "victim", read=[NAMESPACE])
     query_url = f"http://127.0.0.1:{free_port()}"
     ingest_port = free_port()
     ingest_url = f"http://127.0.0.1:{ingest_port}"
     tally = _Tally()
     stop = threading.Event()
     events: dict[str, float] = {}
-    with _service(
+    with running_service(
         ["serve", "--port", query_url.rsplit(":", 1)[1], "--workers", "2"], env, home / "serve.log"
     ) as serve:
-        _wait_ready(query_url, serve)
+        wait_ready(query_url, serve)
         api_args = ["ingest-api", "--port", str(ingest_port)]
-        api = subprocess.Popen(  # not a process group: its workers must die with it, unaided
-            [str(CORPUS), *api_args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=(home / "ingest-api.log").open("ab"),
-            stderr=subprocess.STDOUT,
-        )
+        # Not a process group: its workers must die with it, unaided.
+        api = start_service(api_args, env, home / "ingest-api.log", group=False)
         try:
-            _wait_ready(ingest_url, api)
+            wait_ready(ingest_url, api)
 
             def query(key: str, record_victim: bool) -> None:
                 rng = random.Random(key + str(threading.get_ident()))
@@ -350,14 +306,8 @@ def run_soak(config: SoakConfig, home: Path | None = None) -> dict[str, Any]:
             api.wait()
             events["upload_api_killed"] = time.monotonic() - started
             time.sleep(2)
-            api = subprocess.Popen(
-                [str(CORPUS), *api_args],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=(home / "ingest-api.log").open("ab"),
-                stderr=subprocess.STDOUT,
-            )
-            _wait_ready(ingest_url, api)
+            api = start_service(api_args, env, home / "ingest-api.log", group=False)
+            wait_ready(ingest_url, api)
             events["upload_api_restarted"] = time.monotonic() - started
             deadline = time.monotonic() + 15
             still = [p for p, s in left_behind.items() if s is not None and start_time(p) == s]
@@ -366,7 +316,7 @@ def run_soak(config: SoakConfig, home: Path | None = None) -> dict[str, Any]:
                 still = [p for p, s in left_behind.items() if start_time(p) == s]
 
             at(0.7)
-            _cli(env, "keys", "revoke", "victim")
+            corpus(env, "keys", "revoke", "victim")
             revoked = time.monotonic()
             events["key_revoked"] = revoked - started
 
@@ -397,7 +347,7 @@ def run_soak(config: SoakConfig, home: Path | None = None) -> dict[str, Any]:
             }
         finally:
             stop.set()
-            _stop(api, group=False)
+            stop_service(api, group=False)
     refused_after = [t - revoked for t, s in tally.victim if t >= revoked and s == 401]
     served_after = [t - revoked for t, s in tally.victim if t >= revoked and s == 200]
     first_refusal = min(refused_after, default=None)
@@ -447,8 +397,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     config = SoakConfig(args.minutes * 60, args.query_clients, args.upload_clients)
     result = run_soak(config)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "soak.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_json(RESULTS / "soak.json", result)
     print(json.dumps(result, indent=1))
 
 

@@ -1,7 +1,7 @@
 """Structure quality on the shared corpus: every document through `corpus ingest` (the user's
 path: Dagster assets and their checks), headings and tables read back from the committed
-artifacts and scored with the corpus's own `score_structure.py`; a failed document scores as
-empty output.
+artifacts (the parsed rows' contract) and scored with the corpus's own `score_structure.py`; a
+failed document scores as empty output.
 
 Writes benchmarks/results/structure_quality.json and prints a per-document table.
 """
@@ -10,27 +10,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.user_path import ingest_folder
-from corpus_pipeline.pipeline.stages import read_rows
+import pyarrow.parquet as pq
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
-
-
-def corpus_passwords(corpus: Path) -> dict[str, str]:
-    """Encrypted sample documents carry their password in the corpus manifest."""
-    manifest = [
-        json.loads(line)
-        for line in (corpus / "manifest.jsonl").open(encoding="utf-8")
-        if line.strip()
-    ]
-    return {m["doc"]: m["password"] for m in manifest if m.get("password")}
+from benchmarks.harness import (
+    RESULTS,
+    SHARED_CORPUS,
+    corpus_passwords,
+    ingest_folder,
+    score_structure,
+    write_json,
+)
+from corpus_pipeline.contracts.rows import table_to_rows
 
 
 def parse_corpus(corpus: Path, out: Path, home: Path) -> dict[str, str]:
@@ -46,7 +40,7 @@ def parse_corpus(corpus: Path, out: Path, home: Path) -> dict[str, str]:
                 status[name] = result.error or "failed"
                 continue
             directory = ingested.settings.artifacts_dir / result.document_id
-            rows = read_rows(directory / "parsed.parquet")
+            rows = table_to_rows(pq.read_table(directory / "parsed.parquet"))
             headings = [{"text": r.text, "level": r.heading_level} for r in rows if r.heading_level]
             tables = [
                 {
@@ -63,8 +57,8 @@ def parse_corpus(corpus: Path, out: Path, home: Path) -> dict[str, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    ap.add_argument("--corpus", type=Path, default=SHARED_CORPUS)
+    ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     parsed = args.out / "structure_parsed.jsonl"
@@ -73,25 +67,10 @@ def main() -> None:
         status = parse_corpus(args.corpus, parsed, Path(tmp) / "corpus_home")
     seconds = time.perf_counter() - started
     scores_path = args.out / "structure_scores.tmp"
-    subprocess.run(
-        [
-            sys.executable,
-            str(args.corpus / "score_structure.py"),
-            str(parsed),
-            "--corpus",
-            str(args.corpus),
-            "--json",
-            str(scores_path),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    scores = json.loads(scores_path.read_text(encoding="utf-8"))
+    scores = score_structure(args.corpus, parsed, scores_path)
     scores_path.unlink()
     result = {"seconds": round(seconds, 2), "status": status, "scores": scores}
-    (args.out / "structure_quality.json").write_text(
-        json.dumps(result, indent=2) + "\n", encoding="utf-8"
-    )
+    write_json(args.out / "structure_quality.json", result, indent=2)
     per_doc = scores.get("per_doc") or scores.get("documents") or {}
     print(
         f"{'document':40} {'status':28} {'h.recall':>8} {'h.prec':>7} {'order':>6} {'level':>6} {'t.recall':>8} {'spans':>6}"

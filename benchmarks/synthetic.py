@@ -11,6 +11,12 @@ boilerplate chunks shared across documents (exercising cross-document dedupe).
 The artifact directories (chunks.json, doc_nav.json, manifest.json with its `files` hashes,
 tables/*.html) are written directly through the pydantic contracts — no parser runs. Everything
 is deterministic for a given seed.
+
+Below the generator, what the scale benchmarks (`search_latency`, `http_latency`,
+`dense_latency`, `agentic_quality`) share: a namespace of a given size generated and bulk-published
+once under a work folder and reused while the generator and the published layout are unchanged,
+and the query mix they time. Artifacts of a million chunks cannot come through `corpus ingest`
+in a benchmark's time, so they are published with the publisher's own function.
 """
 
 from __future__ import annotations
@@ -18,8 +24,12 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import os
 import random
 import re
+import resource
+import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,11 +37,22 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import SHARED_CORPUS, log
 from corpus_pipeline.common.ids import chunk_id_for, document_id_for
 from corpus_pipeline.contracts import ChunksFile, DocNav, Manifest, SourceRecord
+from corpus_pipeline.contracts import published as published_layout
+from corpus_pipeline.contracts.published import read_pointer
+from corpus_pipeline.index import channels
+from corpus_pipeline.publish import tables as publish_tables
+from corpus_pipeline.publish.publisher import (
+    PublishItem,
+    PublishReport,
+    publish_items_for,
+    publish_namespace,
+)
 
 GENERATOR_VERSION = 3  # 3: sections carry ids
-DEFAULT_TEXT_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "groundtruth"
+DEFAULT_TEXT_DIR = SHARED_CORPUS / "groundtruth"
 MIN_CHUNKS, MAX_CHUNKS = 200, 1000
 MIN_WORDS, MAX_WORDS = 40, 120
 MIN_RUNS = 3  # runs of consecutive sentences per text chunk
@@ -597,3 +618,197 @@ def save_records(specs: list[DocSpec], path: Path) -> None:
 
 def load_records(path: Path) -> list[SourceRecord]:
     return [SourceRecord.model_validate(r) for r in json.loads(path.read_text(encoding="utf-8"))]
+
+
+# -- a cached namespace of a given size --------------------------------------------------------
+
+NAMESPACE = "bench"
+DEFAULT_QUESTIONS = SHARED_CORPUS / "questions.jsonl"
+QUERY_MIX = (("phrase", 0.30), ("words", 0.25), ("identifier", 0.20), ("question", 0.25))
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes of the files under path, hard links counted once."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            st = os.lstat(os.path.join(root, name))
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
+
+
+@dataclass(frozen=True)
+class SizeDirs:
+    root: Path
+
+    @property
+    def artifacts(self) -> Path:
+        return self.root / "artifacts"
+
+    @property
+    def published(self) -> Path:
+        return self.root / "published"
+
+    @property
+    def records(self) -> Path:
+        return self.root / "records.json"
+
+    @property
+    def corpus_marker(self) -> Path:
+        return self.root / "corpus.json"
+
+    @property
+    def bulk_marker(self) -> Path:
+        return self.root / "bulk.json"
+
+
+def read_marker(path: Path, expect: dict[str, Any]) -> dict[str, Any] | None:
+    """A cache marker's data when it exists and matches `expect` on every key."""
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data if all(data.get(k) == v for k, v in expect.items()) else None
+
+
+def ensure_corpus(dirs: SizeDirs, size: int, seed: int, workers: int) -> dict[str, Any]:
+    """The artifact directories of a `size`-chunk corpus (generated unless cached)."""
+    key = {"generator_version": GENERATOR_VERSION, "seed": seed, "size": size}
+    marker = read_marker(dirs.corpus_marker, key)
+    if marker is not None:
+        return {**marker, "cached": True}
+    if dirs.root.exists():
+        shutil.rmtree(dirs.root)
+    dirs.artifacts.mkdir(parents=True)
+    started = time.perf_counter()
+    specs = plan_corpus(size, NAMESPACE, seed)
+    done = 0
+    next_report = 0.0
+    for positions in generate(specs, dirs.artifacts, workers):
+        done += positions
+        if time.perf_counter() - started > next_report:
+            log(f"  generated {done:,}/{size:,} chunk positions")
+            next_report += 15
+    save_records(specs, dirs.records)
+    data = {
+        **key,
+        "docs": len(specs),
+        "chunk_positions": size,
+        "artifact_bytes": dir_bytes(dirs.artifacts),
+        "seconds": round(time.perf_counter() - started, 2),
+        "workers": workers,
+    }
+    dirs.corpus_marker.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return {**data, "cached": False}
+
+
+def corpus_items(dirs: SizeDirs) -> list[PublishItem]:
+    return publish_items_for(dirs.artifacts, load_records(dirs.records), NAMESPACE)
+
+
+def report_dict(report: PublishReport, seconds: float) -> dict[str, Any]:
+    """One publish: its seconds, stage timings and the revision it made."""
+    pointer = report.pointer
+    return {
+        "seconds": round(seconds, 3),
+        "timings": {k: round(v, 3) for k, v in report.timings.items()},
+        "revision": pointer.revision if pointer else None,
+        "chunks": pointer.chunks if pointer else None,
+        "documents": pointer.documents if pointer else None,
+        "published": len(report.published),
+        "removed": len(report.removed),
+    }
+
+
+def _bulk_publish_child(root: str, result_path: str) -> None:
+    """Runs in a fresh process: publish the whole corpus once, report time and peak RSS."""
+    dirs = SizeDirs(Path(root))
+    items = corpus_items(dirs)
+    started = time.perf_counter()
+    report = publish_namespace(dirs.published, NAMESPACE, items)
+    seconds = time.perf_counter() - started
+    data = report_dict(report, seconds)
+    data["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    Path(result_path).write_text(json.dumps(data), encoding="utf-8")
+
+
+def publish_format() -> str:
+    """Hash of the published layout's definitions: a cached namespace built by another version
+    of the tables or the index schema is rebuilt, not appended to."""
+    digest = hashlib.sha256()
+    for module in (published_layout, publish_tables, channels):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def ensure_published(dirs: SizeDirs, corpus: dict[str, Any]) -> dict[str, Any]:
+    """The corpus bulk-published as one namespace in a child process (unless cached)."""
+    key = {
+        "corpus_seconds": corpus["seconds"],
+        "generator_version": GENERATOR_VERSION,
+        "publish_format": publish_format(),
+    }
+    marker = read_marker(dirs.bulk_marker, key)
+    if marker is not None and read_pointer(dirs.published / NAMESPACE) is not None:
+        return {**marker, "cached": True}
+    if dirs.published.exists():
+        shutil.rmtree(dirs.published)
+    import multiprocessing as mp
+
+    result_path = dirs.root / ".bulk-result.json"
+    result_path.unlink(missing_ok=True)
+    process = mp.get_context("spawn").Process(
+        target=_bulk_publish_child, args=(str(dirs.root), str(result_path))
+    )
+    process.start()
+    process.join()
+    if process.exitcode != 0 or not result_path.is_file():
+        raise RuntimeError(f"bulk publish failed (exit code {process.exitcode})")
+    data = {**key, **json.loads(result_path.read_text(encoding="utf-8"))}
+    dirs.bulk_marker.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return {**data, "cached": False}
+
+
+@dataclass(frozen=True)
+class BenchQuery:
+    kind: str
+    text: str
+
+
+def make_queries(model: TextModel, count: int, seed: int, questions_path: Path) -> list[BenchQuery]:
+    """Real-ish queries: phrases cut from real sentences, bags of corpus words, identifiers
+    (alone or with a few words) and the shared corpus's development questions."""
+    rng = random.Random(f"{seed}/queries")
+    questions = [
+        json.loads(line)["question"]
+        for line in questions_path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    kinds = [k for k, _ in QUERY_MIX]
+    weights = [w for _, w in QUERY_MIX]
+    sentences = [s for source in model.sources for s, _ in source.sentences]
+    out: list[BenchQuery] = []
+    for _ in range(count):
+        kind = rng.choices(kinds, weights=weights)[0]
+        if kind == "question" and not questions:
+            kind = "phrase"
+        if kind == "phrase":
+            words = rng.choice(sentences).split()
+            n = min(rng.randint(2, 8), len(words))
+            start = rng.randrange(len(words) - n + 1)
+            text = " ".join(words[start : start + n])
+        elif kind == "words":
+            text = " ".join(rng.choice(model.words) for _ in range(rng.randint(2, 8)))
+        elif kind == "identifier":
+            if rng.random() < 0.5:
+                ident = rng.choices(model.identifiers, weights=model.ident_weights)[0]
+            else:
+                ident = rng.choice(model.identifiers)
+            extra = [rng.choice(model.words) for _ in range(rng.choice((0, 0, 1, 2, 3)))]
+            text = " ".join([ident, *extra])
+        else:
+            text = rng.choice(questions)
+        out.append(BenchQuery(kind=kind, text=text))
+    return out

@@ -6,7 +6,8 @@ and the server's memory before, at its peak and after.
 1. Generates `--uploads` PDFs of about `--mb` MB each (pages of random-noise images: what a
    scanned report weighs) under a temporary folder.
 2. Starts `corpus ingest-api` as its own process on a free loopback port, with a fresh home,
-   one writer key and `CORPUS_MAX_UPLOADS_PER_KEY` high enough for all uploads at once.
+   one writer key (`corpus keys create`) and `CORPUS_MAX_UPLOADS_PER_KEY` high enough for all
+   uploads at once.
 3. Measures `GET /readyz` alone (idle, 200 requests), then sends every upload at once, each
    from its own thread, while a process of its own asks `/readyz` and `/healthz` every 5 ms
    (in this process it would time its own wait for the GIL behind the senders); the server's RSS
@@ -22,11 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -36,13 +34,19 @@ from typing import Any
 import httpx
 import pymupdf
 
-from benchmarks.http_latency import free_port
-from benchmarks.soak import rss_mb
-from corpus_pipeline.contracts.keys import hash_key
+from benchmarks.harness import (
+    RESULTS,
+    create_key,
+    free_port,
+    home_env,
+    nearest_rank,
+    rss_mb,
+    start_service,
+    stop_service,
+    wait_ready,
+    write_json,
+)
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "benchmarks" / "results"
-KEY = "bench-writer"
 _mupdf: Any = pymupdf  # only partly annotated
 
 
@@ -76,16 +80,11 @@ def poll(base: str, stop: Any, results: Any) -> None:
     results.send((loaded, alive))
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
-
-
 def summary(values: list[float]) -> dict[str, float]:
     return {
         "n": len(values),
         "p50_ms": round(statistics.median(values), 2),
-        "p99_ms": percentile(values, 0.99),
+        "p99_ms": nearest_rank(values, 0.99),
         "max_ms": round(max(values), 2),
     }
 
@@ -105,44 +104,27 @@ def run(uploads: int, megabytes: int) -> dict[str, Any]:
         make_pdf(path, megabytes, n)
         files.append(path)
     home = work / "home"
-    keys = home / "service" / "api_keys.json"
-    keys.parent.mkdir(parents=True)
-    entry = {"key_sha256": hash_key(KEY), "principal": "bench", "namespaces": ["*"]}
-    keys.write_text(json.dumps({"keys": [{**entry, "write_namespaces": ["*"]}]}))
-    port = free_port()
-    env = {
-        **os.environ,
-        "CORPUS_HOME": str(home),
-        "CORPUS_MAX_UPLOADS_PER_KEY": str(uploads),
-        "CORPUS_MAX_UPLOAD_MB": str(megabytes * 2),
-        "CORPUS_MAX_REQUEST_MB": str(megabytes * 2),
-    }
-    log = (work / "server.log").open("wb")
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("corpus")), "ingest-api", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    home.mkdir()
+    env = home_env(
+        home,
+        CORPUS_MAX_UPLOADS_PER_KEY=str(uploads),
+        CORPUS_MAX_UPLOAD_MB=str(megabytes * 2),
+        CORPUS_MAX_REQUEST_MB=str(megabytes * 2),
     )
+    key = create_key(env, "bench", read=["*"], write=["*"])
+    port = free_port()
+    # Not a process group: the server is stopped as `kill PID` stops it.
+    server = start_service(["ingest-api", "--port", str(port)], env, work / "server.log", False)
     base = f"http://127.0.0.1:{port}"
     try:
+        wait_ready(base, server)
         with httpx.Client(base_url=base, timeout=600) as client:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if client.get("/readyz").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert server.poll() is None, "the server exited"
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.2)
             # One small upload first: what the first upload imports and opens (door processes,
             # the object store, the job workers) is start-up, not load.
             warm = client.post(
                 "/v1/documents",
                 files={"files": ("warm-up.md", b"# Warm-up\n\nOne line.\n")},
-                headers={"Authorization": f"Bearer {KEY}"},
+                headers={"Authorization": f"Bearer {key}"},
             )
             assert warm.status_code == 202, warm.text
             time.sleep(5)
@@ -157,7 +139,7 @@ def run(uploads: int, megabytes: int) -> dict[str, Any]:
                     response = own.post(
                         "/v1/documents",
                         files={"files": (path.name, path.read_bytes())},
-                        headers={"Authorization": f"Bearer {KEY}"},
+                        headers={"Authorization": f"Bearer {key}"},
                     )
                     statuses.append(response.status_code)
 
@@ -193,12 +175,7 @@ def run(uploads: int, megabytes: int) -> dict[str, Any]:
             time.sleep(10)
             rss_after = rss_mb([server.pid])
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        stop_service(server, group=False)
     under_load = summary(loaded)
     idle_summary = summary(idle)
     return {
@@ -222,8 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mb", type=int, default=25)
     args = parser.parse_args(argv)
     result = run(args.uploads, args.mb)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "upload_door.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_json(RESULTS / "upload_door.json", result)
     print(json.dumps(result, indent=1))
 
 

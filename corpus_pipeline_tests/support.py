@@ -129,40 +129,50 @@ def build_documents(
     passwords: dict[str, str] | None = None,
     **record: Any,
 ) -> dict[str, Any]:
-    """Register files and run every stage in-process (no Dagster): name → SourceRecord.
+    """Register files and run them as every document runs (`DocumentRuns`, Dagster runs in
+    this process): name → SourceRecord. A document that fails raises `AssertionError` with its
+    message.
 
     For tests of what comes after the per-document artifacts (publishing, search). An encrypted
     file opens with `passwords[name]` (held in memory for its processing only).
     """
-    import tempfile
-
-    from corpus_pipeline.common.secrets import document_password
-    from corpus_pipeline.pipeline.stages import process_document
+    from corpus_pipeline.orchestration.runs import DocumentRuns
     from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
     registry = SourceRegistry(ObjectStore(settings.object_store))
     records = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, content in files.items():
-            data = content.encode("utf-8") if isinstance(content, str) else content
-            source = registry.register(data, name, namespace, **record)
-            path = Path(tmp) / Path(name).name
-            path.write_bytes(data)
-            with document_password(source.document_id, (passwords or {}).get(name)):
-                process_document(source, path, settings)
-            records[name] = source
+    for name, content in files.items():
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        records[name] = registry.register(data, name, namespace, **record)
+    by_id = {records[name].document_id: password for name, password in (passwords or {}).items()}
+    outcomes = DocumentRuns.of(settings, trigger="test").process(
+        list(records.values()), namespace, by_id
+    )
+    failed = [f"{o.source_file_name}: {o.error}" for o in outcomes if o.status != "ok"]
+    assert not failed, failed
     return records
+
+
+def publish_namespaces(settings: Any, *namespaces: str) -> None:
+    """Publish each namespace (every known one when none is named) as every revision is
+    published (`DocumentRuns.publish`, a Dagster run in this process)."""
+    from corpus_pipeline.orchestration.runs import DocumentRuns
+    from corpus_pipeline.publish.service import known_namespaces
+
+    runs = DocumentRuns.of(settings, trigger="test")
+    for namespace in namespaces or known_namespaces(settings):
+        outcome = runs.publish(namespace)
+        assert outcome.error is None, outcome.error
 
 
 def published_home(home: Path, files: Mapping[str, bytes | str]) -> tuple[Any, dict[str, Any]]:
     """Settings over `home` with `files` built through every stage and published in one
     revision: (settings, name → SourceRecord)."""
     from corpus_pipeline.common.settings import load_settings
-    from corpus_pipeline.publish.service import publish
 
     settings = load_settings(home=home)
     records = build_documents(settings, dict(files))
-    publish(settings)
+    publish_namespaces(settings)
     return settings, records
 
 
@@ -177,12 +187,11 @@ def search_after_ingest(settings: Any, path: Path, query: str, top_k: int = 1) -
     """Ingest one file through every stage, publish, and run a classic search:
     (its SourceRecord, the SearchResponse)."""
     from corpus_pipeline.contracts.search import SearchRequest
-    from corpus_pipeline.publish.service import publish
     from query_service.retrieval.classic import classic_search
     from query_service.snapshot.revision import open_revision
 
     records = build_documents(settings, {path.name: path.read_bytes()})
-    publish(settings)
+    publish_namespaces(settings, "default")
     revision = open_revision(settings.published_dir, "default")
     return records[path.name], classic_search(revision, SearchRequest(query=query, top_k=top_k))
 

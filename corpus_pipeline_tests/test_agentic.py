@@ -14,8 +14,9 @@ from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import ChunkType
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, PlanStep
 from corpus_pipeline.enrich.tokens import count_tokens
-from corpus_pipeline.publish.service import publish
-from query_service.retrieval.agentic import HIT_SCORE, BudgetTooSmall, Navigator, agentic_search
+from query_service.retrieval.agentic import BudgetTooSmall, agentic_search
+from query_service.retrieval.evidence import HIT_SCORE
+from query_service.retrieval.navigation import Navigator
 from query_service.retrieval.planner import (
     InvalidPlan,
     LLMPlanner,
@@ -26,7 +27,7 @@ from query_service.retrieval.planner import (
 from query_service.snapshot.records import RunRecorder, read_runs
 from query_service.snapshot.revision import open_revision
 
-from .support import DOCS, build_documents
+from .support import DOCS, build_documents, publish_namespaces
 
 DUCKS = """# Ducks
 
@@ -70,7 +71,7 @@ def corpus(tmp_path_factory):
             settings,
             {f"notes/{i}.md": f"# Note {i}\n\nA birdwatching note number {i} about the lake.\n"},
         )
-    publish(settings)
+    publish_namespaces(settings)
     return settings, open_revision(settings.published_dir, "default")
 
 
@@ -414,7 +415,7 @@ def long_corpus(tmp_path_factory):
     build_documents(settings, {"survey.md": _long_sections(), "geese.md": GEESE})
     for i in range(12):
         build_documents(settings, {f"notes/{i}.md": f"# Note {i}\n\nA note {i} on the lake.\n"})
-    publish(settings)
+    publish_namespaces(settings)
     return settings, open_revision(settings.published_dir, "default")
 
 
@@ -450,7 +451,7 @@ def test_a_table_embedded_twice_in_one_text_is_read_once(tmp_path):
     build_documents(settings, {"counts.md": text, "geese.md": GEESE})
     for i in range(12):
         build_documents(settings, {f"notes/{i}.md": f"# Note {i}\n\nA note {i} on the lake.\n"})
-    publish(settings)
+    publish_namespaces(settings)
     corpus = (settings, open_revision(settings.published_dir, "default"))
     for budget in range(700, 3000, 100):
         response = ask(corpus, "mussel counts per station", token_budget=budget)

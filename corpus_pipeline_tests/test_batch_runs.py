@@ -23,7 +23,7 @@ from corpus_pipeline.defs.partitions import (
     partition_ranges,
 )
 from corpus_pipeline.defs.versions import code_version
-from corpus_pipeline.orchestration.ingest import dagster_instance, resources_for
+from corpus_pipeline.orchestration.runs import dagster_instance, resources_for
 from corpus_pipeline.pipeline.stages import document_dir
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 

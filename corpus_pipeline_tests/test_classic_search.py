@@ -6,11 +6,11 @@ import pytest
 
 from corpus_pipeline.contracts import ChunkType
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.publish.service import publish
-from query_service.retrieval.classic import classic_search, shape_query
+from query_service.retrieval.classic import classic_search
+from query_service.retrieval.queries import shape_query
 from query_service.snapshot.revision import NamespaceNotFound, open_revision
 
-from .support import DOCS, build_documents
+from .support import DOCS, build_documents, publish_namespaces
 
 FILES: dict[str, bytes | str] = {
     "standards.md": "# Quality\n\n## Certification\n\nThe plant is certified to ISO-9001:2015 since March.\n",
@@ -26,7 +26,7 @@ def revision(tmp_path_factory):
 
     settings = load_settings(home=tmp_path_factory.mktemp("search"))
     records = build_documents(settings, FILES)
-    publish(settings)
+    publish_namespaces(settings)
     return open_revision(settings.published_dir, "default"), records
 
 
@@ -152,7 +152,7 @@ def test_a_table_is_found_by_the_words_leading_up_to_it_in_the_term_channel(revi
 
 
 def test_label_phrases_are_the_numbered_parts_a_query_names():
-    from query_service.retrieval.classic import label_phrases
+    from query_service.retrieval.queries import label_phrases
 
     query = "According to Table II and appendix C, what does Unit 8 (see Note 7.2) say?"
     assert label_phrases(query) == [
@@ -165,7 +165,7 @@ def test_label_phrases_are_the_numbered_parts_a_query_names():
 
 
 def test_a_label_typed_with_a_hyphen_is_the_same_numbered_part():
-    from query_service.retrieval.classic import label_phrases
+    from query_service.retrieval.queries import label_phrases
 
     query = "What is the case study under unit-8, and what does Figure-3b show?"
     assert label_phrases(query) == [["unit", "8"], ["figure", "3b"]]
@@ -181,7 +181,7 @@ def _published_with(tmp_path, files: dict[str, str]):
         settings,
         {**files, "ducks.md": FILES["ducks.md"], "iso-notes.md": FILES["iso-notes.md"]},
     )
-    publish(settings)
+    publish_namespaces(settings)
     return open_revision(settings.published_dir, "default")
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.defs.versions import STAGE_SOURCES, code_version, source_hash
-from corpus_pipeline.orchestration.ingest import dagster_instance, ingest
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.orchestration.runs import dagster_instance
 
 
 def _tree(root: Path) -> Path:

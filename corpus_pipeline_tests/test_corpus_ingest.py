@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.structure_quality import corpus_passwords
+from benchmarks.harness import corpus_passwords
 
 from .http_service import CORPUS_CLI
 from .support import DOCS, SHARED_CORPUS, needs_shared

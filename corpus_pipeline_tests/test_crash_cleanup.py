@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from corpus_pipeline.orchestration.ingest import REPO_ROOT
+from corpus_pipeline.orchestration.runs import REPO_ROOT
 from corpus_pipeline.pipeline import processes
 from corpus_pipeline.publish.publisher import read_pointer
 

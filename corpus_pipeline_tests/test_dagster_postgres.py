@@ -11,7 +11,8 @@ import pytest
 
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION
-from corpus_pipeline.orchestration.ingest import REPO_ROOT, IngestResult, ingest
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.orchestration.runs import REPO_ROOT, IngestResult
 
 from .services import PG_HOST, PG_USER, database_exists, postgres_database, query
 from .support import DOCS

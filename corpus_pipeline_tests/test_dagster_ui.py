@@ -22,7 +22,7 @@ from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.defs.partitions import add_partitions
-from corpus_pipeline.orchestration.ingest import dagster_instance
+from corpus_pipeline.orchestration.runs import dagster_instance
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 from query_service.retrieval.classic import classic_search
 from query_service.snapshot.revision import NamespaceNotFound, open_revision

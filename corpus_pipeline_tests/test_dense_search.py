@@ -11,7 +11,8 @@ import pytest
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts.embeddings import EmbeddingSpec
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest, SearchResult
-from corpus_pipeline.orchestration.ingest import embed_documents_run, ingest, publish_namespace_run
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.orchestration.runs import DocumentRuns
 from query_service.retrieval import dense
 from query_service.retrieval.classic import classic_search
 from query_service.retrieval.dense import DenseIndex, dense_index, sign_codes
@@ -36,9 +37,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory):
     settings = load_settings(home=root / "home", ingest_workers=1, dense="local")
     results = ingest([root / name for name in NOTES], settings)
     assert all(r.status == "ok" for r in results)
-    lexical = publish_namespace_run(settings, "default")
-    embedded = embed_documents_run(settings, [r.document_id for r in results if r.document_id])
-    dense = publish_namespace_run(settings, "default")
+    lexical = DocumentRuns.of(settings).publish("default")
+    embedded = DocumentRuns.of(settings).embed([r.document_id for r in results if r.document_id])
+    dense = DocumentRuns.of(settings).publish("default")
     ids = {r.source_file_name: r.document_id for r in results}
     return settings, ids, lexical, embedded, dense
 
@@ -114,7 +115,7 @@ def test_a_revision_without_vectors_has_no_dense_channel(tmp_path: Path):
     settings = load_settings(home=tmp_path / "home", ingest_workers=1)
     [result] = ingest([note], settings)
     assert result.status == "ok"
-    publish_namespace_run(settings, "default")
+    DocumentRuns.of(settings).publish("default")
     revision = open_revision(settings.published_dir, "default")
     assert dense_index(revision) is None
     response = classic_search(revision, SearchRequest(query=QUESTION, top_k=1, weights=DENSE_ONLY))

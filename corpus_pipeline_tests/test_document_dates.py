@@ -15,12 +15,11 @@ import pytest
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
 from corpus_pipeline.parsing.dates import declared_office_date, declared_pdf_date, pdf_date
-from corpus_pipeline.publish.service import publish
 from query_service.retrieval.classic import classic_search
 from query_service.retrieval.recency import asks_for_latest, series_key, superseded
 from query_service.snapshot.revision import open_revision
 
-from .support import build_documents
+from .support import build_documents, publish_namespaces
 
 
 def pdf_bytes(text: str, created: str | None = None, modified: str | None = None) -> bytes:
@@ -67,7 +66,7 @@ def test_a_pdf_without_an_uploaded_date_is_filed_under_its_declared_date(tmp_pat
     manifest = manifest_of(settings, record)
     assert (manifest["document_date"], manifest["document_date_source"]) == ("2023-08-04", "file")
     assert manifest["source"]["document_date"] is None  # the uploader gave none
-    publish(settings)
+    publish_namespaces(settings)
     revision = open_revision(settings.published_dir, "default")
     request = SearchRequest(
         query="heron survey",
@@ -146,7 +145,7 @@ def quarterly(tmp_path_factory):
         build_documents(settings, {name: pdf_bytes(text.format(margin=margin))}, document_date=day)
     for i in range(12):  # enough other chunks that the corpus is not answered whole
         build_documents(settings, {f"notes/{i}.md": f"# Note {i}\n\nHerons and egrets {i}.\n"})
-    publish(settings)
+    publish_namespaces(settings)
     return open_revision(settings.published_dir, "default")
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts.search import SearchRequest, SearchResult
-from corpus_pipeline.publish.service import publish
-from query_service.retrieval.classic import classic_search, shape_query
+from query_service.retrieval.classic import classic_search
+from query_service.retrieval.queries import shape_query
 from query_service.snapshot.documents import (
     Card,
     DocumentCards,
@@ -20,7 +20,7 @@ from query_service.snapshot.documents import (
 )
 from query_service.snapshot.revision import Revision, open_revision
 
-from .support import build_documents
+from .support import build_documents, publish_namespaces
 
 
 def cards(*pairs: tuple[str, str]) -> DocumentCards:
@@ -78,7 +78,7 @@ def test_a_topic_word_on_few_cards_does_not_name_a_document(tmp_path):
             "swans.md": "# Swans\n\nSwans upend in shallow water.\n",
         },
     )
-    publish(settings)
+    publish_namespaces(settings)
     revision = open_revision(settings.published_dir, "default")
     request = SearchRequest(
         query="which birds graze?", top_k=3, weights={"content": 1.0, "document": 1.0}
@@ -116,7 +116,7 @@ def _quarterlies(tmp_path: Path) -> Revision:
         f"note-{i}.md": f"# Note {i}\n\nTufted ducks dive for mussels {i}.\n" for i in range(17)
     }
     build_documents(settings, notes)
-    publish(settings)
+    publish_namespaces(settings)
     return open_revision(settings.published_dir, "default")
 
 
@@ -176,7 +176,7 @@ def test_in_an_archive_of_few_companies_a_company_still_names_its_latest_filing(
             text = body.replace("grew", f"{next(verbs, 'grew')} ({company} {i})")
             day = date(year, 3 * quarter, 28)
             build_documents(settings, {f"{company}_{year}_Q{quarter}.md": text}, document_date=day)
-    publish(settings)
+    publish_namespaces(settings)
     revision = open_revision(settings.published_dir, "default")
     query = "How did gross margin develop in Globex's latest report?"
     result = _top(revision, query, {"content": 1.0, "document": 1.0})
@@ -191,7 +191,7 @@ def test_a_passage_two_filings_share_is_cited_in_the_filing_the_query_names(tmp_
         build_documents(settings, {name: f"# Inventories\n\n{shared}"}, document_date=day)
     notes = {f"note-{i}.md": f"# Note {i}\n\nDucks dive for mussels {i}.\n" for i in range(19)}
     build_documents(settings, notes)
-    publish(settings)
+    publish_namespaces(settings)
     revision = open_revision(settings.published_dir, "default")
     weights = {"content": 1.0, "document": 1.0}
     for quarter, expected in (("second", "globex_2023_Q2.md"), ("third", "globex_2023_Q3.md")):

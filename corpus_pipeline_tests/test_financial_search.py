@@ -12,14 +12,14 @@ import pytest
 from corpus_pipeline.contracts import StatementType
 from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
-from corpus_pipeline.publish.service import publish
 from query_service.retrieval.agentic import agentic_search
-from query_service.retrieval.classic import classic_search, payload_for_chunk
+from query_service.retrieval.classic import classic_search
 from query_service.retrieval.planner import RulePlanner
 from query_service.snapshot import store
+from query_service.snapshot.payloads import payload_for_chunk
 from query_service.snapshot.revision import open_revision
 
-from .support import build_documents
+from .support import build_documents, publish_namespaces
 
 COMPANIES = {"Acme Corporation": "ACME", "Globex Inc.": "GBX"}
 QUARTERS = {"2023_Q1": ("March 31, 2023", "Three"), "2023_Q2": ("June 30, 2023", "Six")}
@@ -113,7 +113,7 @@ def revision(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
     settings = load_settings(home=tmp_path_factory.mktemp("financial-search"))
     build_documents(settings, FILES)
-    publish(settings)
+    publish_namespaces(settings)
     return open_revision(settings.published_dir, "default")
 
 

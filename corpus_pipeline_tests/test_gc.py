@@ -19,13 +19,12 @@ from corpus_pipeline.cli.main import main
 from corpus_pipeline.common.ids import sha256_bytes
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.publish.service import publish
 from corpus_pipeline.storage.gc import collect_garbage
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry, blob_key
 from query_service.retrieval.classic import classic_search
 from query_service.snapshot.revision import open_revision
 
-from .support import build_documents
+from .support import build_documents, publish_namespaces
 
 TWO_HOURS = 2 * 3600
 
@@ -58,7 +57,7 @@ def home(settings: CorpusSettings) -> Home:
             "geese.md": "# Geese\n\nGreylag geese graze on meadows.\n",
         },
     )
-    publish(settings)
+    publish_namespaces(settings)
     gone = records["geese.md"]
     SourceRegistry(_store(settings)).delete(gone.document_id)  # its folders stay behind
     stray = b"# Stray\n\nStored, never recorded.\n"

@@ -10,11 +10,10 @@ import httpx
 import pytest
 
 from corpus_pipeline.common.settings import load_settings
-from corpus_pipeline.publish.service import publish
 from query_service.config import ServiceSettings
 
 from .http_service import running_service, write_api_keys
-from .support import DOCS, build_documents
+from .support import DOCS, build_documents, publish_namespaces
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +39,7 @@ def corpus(tmp_path_factory):
             settings,
             {f"notes/{i}.md": f"# Note {i}\n\nMallard observation number {i} near the pond.\n"},
         )
-    publish(settings)
+    publish_namespaces(settings)
     return settings
 
 
@@ -249,7 +248,7 @@ def test_a_new_revision_is_swapped_in_during_a_stream_of_queries(tmp_path):
     build_documents(settings, {"v.md": "# V\n\nThe marker word is alpha.\n"})
     for i in range(12):
         build_documents(settings, {f"f{i}.md": f"# F{i}\n\nFiller marker text {i}.\n"})
-    publish(settings)
+    publish_namespaces(settings)
     errors: list[str] = []
     seen: list[tuple[int, str]] = []
     stop = threading.Event()
@@ -270,7 +269,7 @@ def test_a_new_revision_is_swapped_in_during_a_stream_of_queries(tmp_path):
         for th in threads:
             th.start()
         build_documents(settings, {"v.md": "# V\n\nThe marker word is omega.\n"})
-        publish(settings)
+        publish_namespaces(settings)
         import time
 
         deadline = time.monotonic() + 20

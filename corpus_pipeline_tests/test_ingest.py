@@ -12,12 +12,8 @@ import pytest
 
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts.export_schemas import ARTIFACT_MODELS, schema_file
-from corpus_pipeline.orchestration.ingest import (
-    IngestResult,
-    collect_files,
-    dagster_instance,
-    ingest,
-)
+from corpus_pipeline.orchestration.ingest import collect_files, ingest
+from corpus_pipeline.orchestration.runs import IngestResult, dagster_instance
 from corpus_pipeline.quality.artifacts import check_manifest
 
 from .support import DOCS, DOCUMENT_ASSETS

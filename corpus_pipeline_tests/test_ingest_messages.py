@@ -10,11 +10,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from corpus_pipeline.cli.main import _skipped_note
+from corpus_pipeline.cli.ingest import _skipped_note
 from corpus_pipeline.common.errors import ParseLimitError, format_mebibytes, sanitize
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.defs import documents
-from corpus_pipeline.orchestration.ingest import _skipped_parts, dagster_instance, ingest
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.orchestration.runs import _skipped_parts, dagster_instance
 from corpus_pipeline.pipeline import stages as pipeline
 from corpus_pipeline.quality import artifacts as validation
 

@@ -20,7 +20,7 @@ import pytest
 
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.intake.jobs import JobStore, PostgresJobStore, SQLiteJobStore, open_job_store
-from corpus_pipeline.orchestration.ingest import REPO_ROOT
+from corpus_pipeline.orchestration.runs import REPO_ROOT
 
 from .services import PG_HOST, PG_PORT, PG_USER, database_exists, postgres_database, query
 

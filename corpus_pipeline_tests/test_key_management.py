@@ -26,12 +26,11 @@ import pytest
 
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts.keys import hash_key
-from corpus_pipeline.publish.service import publish
 from query_service.config import ServiceSettings
 
 from .http_service import CORPUS_CLI, running_service, served, served_by_cli
 from .services import free_port
-from .support import build_documents
+from .support import build_documents, publish_namespaces
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +57,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> CorpusSettings:
     settings = load_settings(home=tmp_path_factory.mktemp("keys"))
     build_documents(settings, {"ducks.md": "# Ducks\n\nTufted ducks dive for mussels.\n"})
     build_documents(settings, {"geese.md": "# Geese\n\nGeese graze on grass.\n"}, namespace="team")
-    publish(settings)
+    publish_namespaces(settings)
     return settings
 
 

@@ -27,7 +27,7 @@ from corpus_pipeline.pipeline.stages import chunk_document
 from corpus_pipeline.profiling import profile_file
 
 from .openai_server import completion, openai_server
-from .support import DOCS, bare_profile
+from .support import DOCS, bare_profile, publish_namespaces
 from .test_parse_pdf import body, headings, make_pdf, parse
 
 ROWS = [
@@ -248,7 +248,6 @@ def test_a_failing_classification_model_keeps_the_rule_label(corpus_home, monkey
 
 def test_an_ingested_image_is_searchable_by_its_description(corpus_home, monkeypatch):
     from corpus_pipeline.contracts.search import SearchRequest
-    from corpus_pipeline.publish.service import publish
     from query_service.retrieval.classic import classic_search
     from query_service.snapshot.revision import open_revision
 
@@ -260,7 +259,7 @@ def test_an_ingested_image_is_searchable_by_its_description(corpus_home, monkeyp
         settings = load_settings()
         build_documents(settings, {"word_sample.docx": (DOCS / "word_sample.docx").read_bytes()})
     assert server.requests, "the stored image went to the vision model"
-    publish(settings)
+    publish_namespaces(settings)
     revision = open_revision(settings.published_dir, "default")
     response = classic_search(
         revision, SearchRequest(query="sailor hat", top_k=1, chunk_types=["image"])

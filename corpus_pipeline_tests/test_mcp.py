@@ -18,11 +18,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
-from corpus_pipeline.publish.service import publish
 from query_service.config import ServiceSettings
 
 from .http_service import child_pids, running_service, served_by_cli, write_api_keys
-from .support import build_documents
+from .support import build_documents, publish_namespaces
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +45,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> CorpusSettings:
     )
     build_documents(settings, {"swans.md": "# Swans\n\nMute swans nest by the lake.\n"})
     build_documents(settings, {"geese.md": "# Geese\n\nGeese graze on grass.\n"}, namespace="team")
-    publish(settings)
+    publish_namespaces(settings)
     write_api_keys(home, KEYS)
     return settings
 

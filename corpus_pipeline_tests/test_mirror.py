@@ -11,21 +11,15 @@ import pytest
 
 from corpus_pipeline.common.errors import MirrorError
 from corpus_pipeline.contracts.search import RevisionFiles, SearchRequest
-from corpus_pipeline.publish.mirror import (
-    RemoteRevisions,
-    pull,
-    push,
-    remote_dir,
-    remote_pointer,
-)
+from corpus_pipeline.publish.mirror import push
 from corpus_pipeline.publish.publisher import read_pointer
-from corpus_pipeline.publish.service import publish
+from corpus_pipeline.storage.mirror import RemoteRevisions, pull, remote_dir, remote_pointer
 from corpus_pipeline.storage.store import ObjectStore
 from query_service.retrieval.classic import classic_search
 from query_service.snapshot.revision import open_revision
 from query_service.snapshot.snapshots import SnapshotManager
 
-from .support import build_documents, published_home
+from .support import build_documents, publish_namespaces, published_home
 
 DUCKS = "# Ducks\n\nTufted ducks dive for mussels in deep lakes.\n"
 GEESE = "# Geese\n\nGreylag geese graze on wet meadows in winter.\n"
@@ -81,7 +75,7 @@ def test_a_new_revision_sends_and_fetches_only_the_files_it_adds(tmp_path, store
     replica = tmp_path / "replica" / "published"
     pull(store, replica, "default")
     build_documents(settings, {"geese.md": GEESE})
-    publish(settings)
+    publish_namespaces(settings)
 
     second = push(store, settings.published_dir, "default")
     pull(store, replica, "default")
@@ -130,7 +124,7 @@ def test_a_file_of_another_size_than_listed_keeps_the_served_revision(tmp_path, 
     replica = tmp_path / "replica" / "published"
     pull(store, replica, "default")
     build_documents(settings, {"geese.md": GEESE})
-    publish(settings)
+    publish_namespaces(settings)
     push(store, settings.published_dir, "default")
     meta = next(f for f in _files(store, 2).files if f.path.endswith("/meta.json"))
     store.put_bytes(f"{remote_dir('default')}/{meta.key}", b"{}")

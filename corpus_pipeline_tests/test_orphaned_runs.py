@@ -14,11 +14,11 @@ from pathlib import Path
 import dagster as dg
 
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
-from corpus_pipeline.orchestration.ingest import (
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.orchestration.runs import (
+    DocumentRuns,
     dagster_instance,
     fail_orphaned_runs,
-    ingest,
-    publish_namespace_run,
 )
 
 from .support import REPO_ROOT
@@ -28,7 +28,8 @@ HOLDER = """
 import sys, time
 import dagster as dg
 from corpus_pipeline.pipeline import processes
-from corpus_pipeline.orchestration.ingest import PROCESS_TAG, dagster_instance
+from corpus_pipeline.defs.tags import PROCESS_TAG
+from corpus_pipeline.orchestration.runs import dagster_instance
 from corpus_pipeline.common.settings import load_settings
 
 @dg.asset(pool="index_writer")
@@ -45,7 +46,7 @@ def _published_within(settings: CorpusSettings, namespace: str, seconds: float) 
     done = threading.Event()
 
     def publish() -> None:
-        publish_namespace_run(settings, namespace)
+        DocumentRuns.of(settings).publish(namespace)
         done.set()
 
     threading.Thread(target=publish, daemon=True).start()

@@ -15,12 +15,12 @@ from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.index import channels as ch
 from corpus_pipeline.parsing.pdf.page_labels import printed_labels
-from corpus_pipeline.publish.service import publish
-from query_service.retrieval.classic import classic_search, place_terms, shape_query
+from query_service.retrieval.classic import classic_search
 from query_service.retrieval.pages import PageReference, page_phrases, page_references
+from query_service.retrieval.queries import place_terms, shape_query
 from query_service.snapshot.revision import open_revision, read_current_pointer
 
-from .support import build_documents, pdf_data, published_home
+from .support import build_documents, pdf_data, publish_namespaces, published_home
 
 # -- reading page references from a question ---------------------------------------------------
 
@@ -237,7 +237,7 @@ def test_a_revision_indexed_before_the_page_fields_is_rebuilt_by_the_next_publis
     settings = load_settings(home=tmp_path)
     report = numbered_report(["1", "2", "3", "4", "5"], declared=False)
     build_documents(settings, {"printed.pdf": report})
-    publish(settings)
+    publish_namespaces(settings)
     ns_dir = settings.published_dir / "default"
     old = read_current_pointer(settings.published_dir, "default")
     meta_path = Path(ns_dir / old.tantivy_dir / "meta.json")
@@ -246,7 +246,7 @@ def test_a_revision_indexed_before_the_page_fields_is_rebuilt_by_the_next_publis
     meta["schema"] = [f for f in meta["schema"] if f["name"] not in page_fields]
     meta_path.write_text(json.dumps(meta), encoding="utf-8")  # as an earlier publisher wrote it
     assert ch.F_PAGE not in open_revision(settings.published_dir, "default").fields
-    publish(settings)
+    publish_namespaces(settings)
     new = read_current_pointer(settings.published_dir, "default")
     assert new.revision == old.revision + 1
     assert ch.F_PAGE in open_revision(settings.published_dir, "default").fields

@@ -12,7 +12,8 @@ from PIL import Image, ImageDraw
 
 from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.parsing.base import ParseContext
-from corpus_pipeline.parsing.html import parse_html, table_grid_from_element
+from corpus_pipeline.parsing.html import parse_html
+from corpus_pipeline.parsing.html_tables import table_grid_from_element
 from corpus_pipeline_tests.support import (
     DOCS,
     expected_headings,

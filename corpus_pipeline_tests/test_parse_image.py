@@ -64,7 +64,7 @@ def test_the_profile_counts_frames_and_routes_to_the_image_parser():
 
 
 def test_every_frame_is_stored_as_an_image_of_its_page(tmp_path: Path, monkeypatch) -> None:
-    import corpus_pipeline.parsing.pdf as pdf_module
+    import corpus_pipeline.parsing.pdf.document as pdf_module
 
     monkeypatch.setattr(pdf_module, "tesseract_version", lambda: None)  # storage only
     ctx = _parse(DOCS / "2206.01062.tif", tmp_path)

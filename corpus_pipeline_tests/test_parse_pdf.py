@@ -324,7 +324,7 @@ def test_scanned_pages_recognised_side_by_side_read_as_one_at_a_time(tmp_path):
 def test_a_page_whose_recognition_fails_fails_alone(tmp_path, monkeypatch):
     import pytesseract
 
-    from corpus_pipeline.parsing import pdf as pdf_parser
+    from corpus_pipeline.parsing.pdf import document as pdf_parser
     from corpus_pipeline.parsing.pdf.ocr import recognise as real
 
     calls = {"n": 0}
@@ -492,7 +492,7 @@ def test_bullets_become_list_items_and_hyphens_are_joined(tmp_path):
 
 
 def test_without_tesseract_a_scan_says_so(tmp_path, monkeypatch):
-    import corpus_pipeline.parsing.pdf as pdf_module
+    import corpus_pipeline.parsing.pdf.document as pdf_module
 
     monkeypatch.setattr(pdf_module, "tesseract_version", lambda: None)
     src: Any = mu.open()

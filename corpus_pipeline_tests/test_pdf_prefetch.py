@@ -158,7 +158,7 @@ def test_without_a_process_to_spare_the_parse_reads_every_page_itself(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
     from corpus_pipeline.common.settings import load_settings
-    from corpus_pipeline.parsing import pdf as pdf_parser
+    from corpus_pipeline.parsing.pdf import document as pdf_parser
     from corpus_pipeline.pipeline import stages as pipeline
 
     def no_fork() -> int:

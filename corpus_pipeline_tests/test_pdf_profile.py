@@ -169,11 +169,11 @@ def test_the_parse_reads_the_profiles_sampled_pages_and_gets_the_same_rows(tmp_p
         doc.new_page().insert_text((72, 72), text)
     doc.save(pdf)
     profile = run_profile(pdf, pdf.name, settings=settings)
-    kept = reads.take(pdf)
+    kept = reads.take(profile, pdf)
     assert sorted(kept.blocks) == [1, 2]
-    reads.keep(pdf, kept)
+    reads.keep(profile, kept)
     with_reads = run_parse("a", pdf, pdf.name, profile, tmp_path / "a", settings)
-    assert not reads.take(pdf).blocks, "the parse takes the reads"
+    assert not reads.take(profile, pdf).blocks, "the parse takes the reads"
     without = run_parse("b", pdf, pdf.name, profile, tmp_path / "b", settings)
     assert read_rows(with_reads.rows_path) == read_rows(without.rows_path)
 
@@ -197,13 +197,13 @@ def test_the_table_finder_reads_what_the_profiles_probe_read(tmp_path: Path) -> 
     doc.new_page().insert_text((72, 72), "A page of prose without any table on it.")
     doc.save(pdf)
     profile = run_profile(pdf, pdf.name, settings=settings)
-    kept = reads.take(pdf)
+    kept = reads.take(profile, pdf)
     assert sorted(kept.tables) == [1], "only the flagged page's probe reads are kept"
     assert {"words", "paths", "spans", "blocks"} <= set(kept.tables[1])
     assert "textpage" not in kept.tables[1] and "page" not in kept.tables[1]
-    reads.keep(pdf, kept)
+    reads.keep(profile, kept)
     with_reads = run_parse("a", pdf, pdf.name, profile, tmp_path / "a", settings)
-    assert not reads.take(pdf).tables, "the parse takes them"
+    assert not reads.take(profile, pdf).tables, "the parse takes them"
     without = run_parse("b", pdf, pdf.name, profile, tmp_path / "b", settings)
     rows_read = read_rows(with_reads.rows_path)
     assert rows_read == read_rows(without.rows_path)

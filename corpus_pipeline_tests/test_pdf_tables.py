@@ -9,12 +9,8 @@ from typing import Any
 import pymupdf as _pymupdf
 import pytest
 
-from corpus_pipeline.parsing.pdf.tables import (
-    PdfTable,
-    find_tables,
-    join_continued_tables,
-    table_likely,
-)
+from corpus_pipeline.parsing.pdf.table_joining import join_continued_tables
+from corpus_pipeline.parsing.pdf.tables import PdfTable, find_tables, table_likely
 from corpus_pipeline_tests.support import DOCS, expected_tables, scorer
 
 COLS = (72.0, 192.0, 312.0, 432.0)  # three columns

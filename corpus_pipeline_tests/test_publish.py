@@ -13,10 +13,10 @@ import lancedb
 import pytest
 import tantivy
 
+from corpus_pipeline.contracts import published as t
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.index import channels as ch
 from corpus_pipeline.publish import publisher
-from corpus_pipeline.publish import tables as t
 from corpus_pipeline.publish.publisher import read_pointer
 from corpus_pipeline.publish.service import publish
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry

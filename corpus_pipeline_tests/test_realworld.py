@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
-from corpus_pipeline.orchestration.ingest import IngestResult, ingest
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.orchestration.runs import IngestResult
 from corpus_pipeline.pipeline.stages import document_dir
 from corpus_pipeline.quality.recall import document_word_recall
 

@@ -11,14 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pymupdf
 
-from benchmarks.realworld_quality import (
-    REALWORLD,
-    NaiveBM25,
-    half_of,
-    heading_stats,
-    page_windows,
-    reading_order,
-)
+from benchmarks.harness import REALWORLD, half_of, reading_order
+from benchmarks.realworld_quality import NaiveBM25, heading_stats, page_windows
 from corpus_pipeline.contracts.agentic import AgenticResponse, AgenticResult
 
 from .support import needs_shared

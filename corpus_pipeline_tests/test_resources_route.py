@@ -20,7 +20,7 @@ from corpus_pipeline.publish.service import publish
 from query_service.config import ServiceSettings
 
 from .http_service import running_service, write_api_keys
-from .support import DOCS, build_documents
+from .support import DOCS, build_documents, publish_namespaces
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[CorpusSettings, st
         settings, {"word_sample.docx": (DOCS / "word_sample.docx").read_bytes()}
     )
     build_documents(settings, {"geese.md": "# Geese\n\nGeese graze on grass.\n"}, namespace="team")
-    publish(settings)
+    publish_namespaces(settings)
     write_api_keys(settings.home, KEYS)
     return settings, records["word_sample.docx"].document_id
 
@@ -329,14 +329,14 @@ def test_a_shared_table_is_served_by_a_document_that_still_holds_it(tmp_path: Pa
 
 
 def test_a_revision_published_without_resources_is_republished_whole(tmp_path: Path) -> None:
-    from corpus_pipeline.publish.publisher import CURRENT
+    from corpus_pipeline.contracts.published import CURRENT
     from query_service.snapshot import store
     from query_service.snapshot.revision import open_revision
 
     settings = load_settings(home=tmp_path)
     records = build_documents(settings, {"a.md": TABLE_DOC.format(title="Alpha")})
     document_id = records["a.md"].document_id
-    publish(settings)
+    publish_namespaces(settings)
     pointer_file = settings.published_dir / "default" / CURRENT
     old = json.loads(pointer_file.read_text())
     del old["lance_versions"]["resources"]

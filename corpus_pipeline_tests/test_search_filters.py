@@ -10,11 +10,10 @@ from pydantic import ValidationError
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
-from corpus_pipeline.publish.service import publish
 from query_service.retrieval.classic import classic_search
 from query_service.snapshot.revision import open_revision
 
-from .support import build_documents
+from .support import build_documents, publish_namespaces
 
 TEXT = "# {title}\n\nMallard ducks dabble in the {place} pond.\n"
 
@@ -50,7 +49,7 @@ def revision(tmp_path_factory):
         build_documents(
             settings, {f"filler/{i}.md": f"# F{i}\n\nMallard ducks and mallard drakes {i}.\n"}
         )
-    publish(settings)
+    publish_namespaces(settings)
     return open_revision(settings.published_dir, "default")
 
 

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from benchmarks.search_quality import BenchmarkRun, load_questions, run_benchmark, score
+from benchmarks.harness import load_questions
+from benchmarks.harness import score_search as score
+from benchmarks.search_quality import BenchmarkRun, run_benchmark
 
 from .support import SHARED_CORPUS
 

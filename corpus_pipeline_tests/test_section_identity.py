@@ -9,16 +9,16 @@ import pytest
 
 from corpus_pipeline.contracts import ChunksFile, DocNav, SectionNode
 from corpus_pipeline.contracts.api import ReadRef, ReadRequest
+from corpus_pipeline.contracts.published import descendants
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.orchestration.ingest import ingest
-from corpus_pipeline.publish.sections import build_sections, descendants
-from corpus_pipeline.publish.service import publish
+from corpus_pipeline.publish.sections import build_sections
 from corpus_pipeline.quality.artifacts import check_nav
 from query_service.retrieval.classic import classic_search
 from query_service.snapshot.revision import open_revision
 from query_service.snapshot.store import outline, read
 
-from .support import build_documents
+from .support import build_documents, publish_namespaces
 
 # A filing-like document: "Revenue" under both parts, and the same table header twice in a row.
 FILING = """# PART I
@@ -109,7 +109,7 @@ def test_the_nav_check_is_strict_about_counts(filing, tmp_path):
 
 def test_published_sections_keep_duplicates_apart(settings, filing):
     record, _ = filing
-    publish(settings)
+    publish_namespaces(settings)
     revision = open_revision(settings.published_dir, "default")
     tree = outline(revision, record.document_id)
     parts = {s.title: s for s in tree.sections}
@@ -141,7 +141,7 @@ def test_published_sections_keep_duplicates_apart(settings, filing):
 
 def test_search_results_cite_the_section_id(settings, filing):
     _, directory = filing
-    publish(settings)
+    publish_namespaces(settings)
     revision = open_revision(settings.published_dir, "default")
     hit = classic_search(revision, SearchRequest(query="services subscriptions", top_k=1)).results[
         0

@@ -17,7 +17,8 @@ from corpus_pipeline.defs.resources import (
     ObjectStoreResource,
 )
 from corpus_pipeline.defs.sensors import inbox_sensor, publish_sensor
-from corpus_pipeline.orchestration.ingest import dagster_instance, ingest
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.orchestration.runs import dagster_instance
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
 
@@ -149,7 +150,7 @@ def test_the_publish_sensor_publishes_the_namespace_of_documents_materialised_ou
     the UI starts it — get their namespace (the registry's, not a tag's) published once; a
     namespace published after its documents (as the CLI does) is not published again."""
     from corpus_pipeline.defs.documents import document_pipeline
-    from corpus_pipeline.orchestration.ingest import publish_namespace_run, resources_for
+    from corpus_pipeline.orchestration.runs import DocumentRuns, resources_for
 
     note = tmp_path / "note.md"
     note.write_text("# Ducks\n\nTufted ducks dive.\n")
@@ -171,7 +172,7 @@ def test_the_publish_sensor_publishes_the_namespace_of_documents_materialised_ou
         partition_key=result.document_id,
     )
     assert run.success and not run.dagster_run.tags.get("corpus/namespace")
-    assert publish_namespace_run(settings, "birds").error is None
+    assert DocumentRuns.of(settings).publish("birds").error is None
     published: Any = _publish_tick(instance, home, fired.cursor)
     assert not published.run_requests, "published after its documents already"
 

@@ -16,7 +16,7 @@ import s3fs
 
 from corpus_pipeline.cli.doctor import revision_mirror
 from corpus_pipeline.common.settings import load_settings
-from corpus_pipeline.orchestration.ingest import REPO_ROOT
+from corpus_pipeline.orchestration.runs import REPO_ROOT
 
 from .http_service import served, served_by_cli
 from .services import (

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.publish.service import publish
 from query_service.retrieval.classic import classic_search
 from query_service.retrieval.spelling import single_edits, spelled
 from query_service.snapshot.revision import open_revision
 
-from .support import build_documents
+from .support import build_documents, publish_namespaces
 
 FILES = {
     "programme.md": (
@@ -39,7 +38,7 @@ def revision(tmp_path_factory):
 
     settings = load_settings(home=tmp_path_factory.mktemp("spelling"))
     build_documents(settings, FILES)
-    publish(settings)
+    publish_namespaces(settings)
     return open_revision(settings.published_dir, "default")
 
 

@@ -213,7 +213,7 @@ def _s3_tick(home: Path, cursor: str | None = None) -> Any:
         ObjectStoreResource,
     )
     from corpus_pipeline.defs.sensors import s3_sensor
-    from corpus_pipeline.orchestration.ingest import dagster_instance
+    from corpus_pipeline.orchestration.runs import dagster_instance
 
     context = dg.build_sensor_context(
         instance=dagster_instance(load_settings(home=home)),

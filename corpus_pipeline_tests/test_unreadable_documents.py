@@ -16,7 +16,8 @@ import pytest
 
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts.search import SearchRequest
-from corpus_pipeline.orchestration.ingest import dagster_instance, ingest
+from corpus_pipeline.orchestration.ingest import ingest
+from corpus_pipeline.orchestration.runs import dagster_instance
 from corpus_pipeline.storage.store import ObjectStore
 from query_service.retrieval.classic import classic_search
 from query_service.snapshot.revision import open_revision

@@ -47,7 +47,11 @@ class QueryService:
             settings.keys_file, open_access=settings.open_access, home=settings.home
         )
         self.snapshots = snapshots or SnapshotManager(
-            settings.published_dir, settings.reload_seconds, remote=remote_revisions(settings)
+            settings.published_dir,
+            settings.reload_seconds,
+            remote=remote_revisions(
+                settings.object_store_url, settings.published_dir, settings.mirror_poll_seconds
+            ),
         )
         self.cache = AnswerCache(settings.cache_max_entries, settings.cache_max_bytes)
         self.stats = AccessStats(settings.published_dir, settings.stats_flush_seconds)

@@ -438,6 +438,26 @@ def list_keys(path: Path) -> list[KeyInfo]:
     ]
 
 
+# -- a presented key: one function for every service, and one answer ---------------------------
+
+
+def principal_for_authorization(
+    resolver: KeyResolver,
+    authorization: str | None,
+    x_api_key: str | None = None,
+    *,
+    what: str,
+    client: str | None = None,
+) -> Principal:
+    """The principal of the key a caller presents, for every service alike (the upload API, the
+    HTTP query API, MCP over HTTP and over stdio): `Authorization: Bearer <key>`, else the
+    `X-API-Key` value (MCP over stdio presents CORPUS_API_KEY there). Raises AccessDenied —
+    `status` 401 for no key or an unknown one, 503 without a usable key file — after logging
+    the refusal once: the client's address, `what` was asked (e.g. "GET /v1/documents"), why;
+    never the key."""
+    return resolver.principal(api_key_from(authorization, x_api_key), what, client)
+
+
 # -- HTTP: one dependency and one answer for both FastAPI apps and the MCP endpoint ------------
 
 
@@ -469,6 +489,10 @@ async def require_principal(
 ) -> Principal:
     """The request's principal (FastAPI dependency of every keyed route)."""
     resolver: KeyResolver = request.app.state.keys
-    key = api_key_from(authorization, x_api_key)
-    client = request.client.host if request.client else None
-    return resolver.principal(key, f"{request.method} {request.url.path}", client)
+    return principal_for_authorization(
+        resolver,
+        authorization,
+        x_api_key,
+        what=f"{request.method} {request.url.path}",
+        client=request.client.host if request.client else None,
+    )

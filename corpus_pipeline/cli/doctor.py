@@ -60,7 +60,7 @@ def run_checks(settings: CorpusSettings, query_url: str, ingest_url: str) -> Ite
 
 
 def dagster_storage(settings: CorpusSettings) -> Check:
-    from corpus_pipeline.orchestration.ingest import dagster_instance
+    from corpus_pipeline.orchestration.runs import dagster_instance
 
     instance = dagster_instance(settings)
     runs = instance.get_runs_count()
@@ -101,8 +101,8 @@ def published_revisions(settings: CorpusSettings) -> Check:
 
 def revision_mirror(settings: CorpusSettings) -> Check:
     """Whether the store's copy of each namespace (what query replicas pull) is current."""
-    from corpus_pipeline.publish.mirror import REMOTE_ROOT, remote_pointer
     from corpus_pipeline.publish.publisher import read_pointer
+    from corpus_pipeline.storage.mirror import REMOTE_ROOT, remote_pointer
     from corpus_pipeline.storage.store import ObjectStore
 
     store = ObjectStore(settings.object_store)

@@ -22,23 +22,13 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 import dagster as dg
-
-# Dagster's own provenance tags (no public API builds them for a hand-made materialisation).
-from dagster._core.definitions.data_version import (
-    CODE_VERSION_TAG,
-    DATA_VERSION_IS_USER_PROVIDED_TAG,
-    DATA_VERSION_TAG,
-    NULL_EVENT_POINTER,
-    compute_logical_data_version,
-    get_input_data_version_tag,
-    get_input_event_pointer_tag,
-)
 from pydantic import BaseModel, ConfigDict
 
 from corpus_pipeline.common.errors import CorpusError, StageFailedError, describe_unexpected
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import DocumentProfile, Manifest, SourceRecord
 from corpus_pipeline.defs.checks import check_chunks, check_directory, check_nav, check_specs
+from corpus_pipeline.defs.dagster_internals import provenance_tags
 from corpus_pipeline.defs.partitions import DOCUMENTS_PER_RUN, documents_partitions
 from corpus_pipeline.defs.resources import (
     CorpusRootResource,
@@ -419,21 +409,9 @@ def _partition_event(
             description=result.description,
             partition=document_id,
         )
-    code = code_version(key)
     inputs = {dep: versions[dep] for dep in ASSET_DEPS[key]}
-    tags = {CODE_VERSION_TAG: code}
-    for dep, version in inputs.items():
-        tags[get_input_data_version_tag(dg.AssetKey(dep))] = version
-        tags[get_input_event_pointer_tag(dg.AssetKey(dep))] = NULL_EVENT_POINTER
-    if result.data_version is not None:
-        versions[key] = result.data_version.value
-        tags[DATA_VERSION_IS_USER_PROVIDED_TAG] = "true"
-    else:
-        logical = compute_logical_data_version(
-            code, {dg.AssetKey(dep): dg.DataVersion(v) for dep, v in inputs.items()}
-        )
-        versions[key] = logical.value
-    tags[DATA_VERSION_TAG] = versions[key]
+    own = result.data_version.value if result.data_version is not None else None
+    tags, versions[key] = provenance_tags(code_version(key), inputs, own)
     return dg.AssetMaterialization(
         asset_key=result.asset_key,
         partition=document_id,

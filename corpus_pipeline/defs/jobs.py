@@ -18,9 +18,8 @@ from corpus_pipeline.defs.resources import (
     ObjectStoreResource,
     resolve_settings,
 )
+from corpus_pipeline.defs.tags import STAGE_TAG
 from corpus_pipeline.storage.gc import collect_garbage as collect
-
-STAGE_TAG = "corpus/stage"
 
 # A document run is one step (the multi-asset with its checks, over a range of partitions), so
 # by default the run executes it in its own process: the multiprocess executor starts a second

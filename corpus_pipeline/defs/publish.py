@@ -52,6 +52,7 @@ def corpus_revision(
         "chunks": pointer.chunks,
         "published": len(report.published),
         "removed": len(report.removed),
+        "unchanged": report.unchanged,
         "seconds": round(report.seconds, 3),
     }
     if report.mirrored_files is not None:

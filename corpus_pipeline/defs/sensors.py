@@ -21,17 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
-from dagster._core.storage.tags import (  # the tags Dagster's own range backfills use
-    ASSET_PARTITION_RANGE_END_TAG,
-    ASSET_PARTITION_RANGE_START_TAG,
-)
 
 from corpus_pipeline.common.errors import CorpusError
 from corpus_pipeline.common.ids import document_id_for
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import SourceKind
 from corpus_pipeline.defs.jobs import (
-    STAGE_TAG,
     collect_garbage,
     embed_documents,
     publish_revision,
@@ -51,6 +46,7 @@ from corpus_pipeline.defs.resources import (
     registry_for,
     resolve_settings,
 )
+from corpus_pipeline.defs.tags import run_tags
 from corpus_pipeline.intake.door import admit
 from corpus_pipeline.intake.sync import (
     FolderEntry,
@@ -61,7 +57,7 @@ from corpus_pipeline.intake.sync import (
     scan_bucket,
     scan_folder,
 )
-from corpus_pipeline.orchestration.ingest import forget_document
+from corpus_pipeline.storage.gc import forget_document
 
 _ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -228,7 +224,7 @@ def _documents_request(
     """One `reprocess_documents` run over a contiguous range of document partitions (a single
     partition when alone); its run key is the documents' content, so the same files again are
     never run twice."""
-    tags = {"corpus/namespace": namespace, "corpus/trigger": tick.label, STAGE_TAG: "document"}
+    tags = run_tags("document", tick.label, namespace=namespace, span=(first, last, count))
     if count == 1:
         return dg.RunRequest(
             run_key=f"{first}:{tick.versions[first]}",
@@ -242,14 +238,7 @@ def _documents_request(
         "\n".join(f"{key}:{tick.versions.get(key, '')}" for key in members).encode()
     ).hexdigest()[:16]
     return dg.RunRequest(
-        run_key=f"{first}..{last}:{digest}",
-        job_name=reprocess_documents.name,
-        tags={
-            **tags,
-            ASSET_PARTITION_RANGE_START_TAG: first,
-            ASSET_PARTITION_RANGE_END_TAG: last,
-            "corpus/documents": str(count),
-        },
+        run_key=f"{first}..{last}:{digest}", job_name=reprocess_documents.name, tags=tags
     )
 
 
@@ -260,7 +249,7 @@ def _publish_requests(namespaces: list[str], run_key: str) -> list[dg.RunRequest
             run_key=f"{run_key}:{namespace}",
             job_name=publish_revision.name,
             partition_key=namespace,
-            tags={"corpus/trigger": "sensor", STAGE_TAG: "publish"},
+            tags=run_tags("publish", "sensor"),
         )
         for namespace in namespaces
     ]
@@ -426,7 +415,7 @@ def _embed_request(
     order: list[str], first: str, last: str, count: int, cursor: str
 ) -> dg.RunRequest:
     """The embedding run over a range of newly materialised document partitions."""
-    tags = {"corpus/trigger": "embeddings_sensor", STAGE_TAG: "embedding"}
+    tags = run_tags("embedding", "embeddings_sensor", span=(first, last, count))
     if count == 1:
         return dg.RunRequest(
             run_key=f"embed:{cursor}:{first}",
@@ -435,9 +424,7 @@ def _embed_request(
             tags=tags,
         )
     return dg.RunRequest(
-        run_key=f"embed:{cursor}:{first}..{last}",
-        job_name=embed_documents.name,
-        tags={**tags, ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last},
+        run_key=f"embed:{cursor}:{first}..{last}", job_name=embed_documents.name, tags=tags
     )
 
 

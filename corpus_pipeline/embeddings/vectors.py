@@ -269,11 +269,10 @@ def embed_document(settings: CorpusSettings, document_id: str, embedder: Embedde
     file of the same space already holds for an unchanged chunk are kept, so re-embedding after
     a parser change costs only the chunks that changed."""
     from corpus_pipeline.contracts import ChunksFile, Manifest
-    from corpus_pipeline.pipeline.stages import document_dir
 
     started = time.perf_counter()
     spec = embedder.spec
-    source = document_dir(settings, document_id) / "chunks.json"
+    source = settings.artifacts_dir / document_id / "chunks.json"
     try:
         chunks = ChunksFile.model_validate_json(source.read_text(encoding="utf-8"))
     except OSError:

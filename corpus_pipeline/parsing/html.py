@@ -5,8 +5,8 @@ identifiable page chrome (edit links, citation superscripts) are dropped before 
 search never indexes them. Wikipedia's navboxes are *not* dropped: their tables (authority
 control) are part of the expected content.
 
-The same walker serves raw HTML blocks inside Markdown (`emit_html_fragment`), and
-`table_grid_from_element` is the single HTML-table → `TableGrid` conversion.
+The same walker serves raw HTML blocks inside Markdown (`emit_html_fragment`). Inline content is
+rendered by `html_inline`; tables are converted by `html_tables.table_grid_from_element`.
 """
 
 from __future__ import annotations
@@ -15,20 +15,28 @@ import base64
 import binascii
 import re
 import urllib.parse
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import lxml.html
 from lxml import etree
 
-from corpus_pipeline.contracts import LinkSpan, RowType
+from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext
-from corpus_pipeline.parsing.tables import GridBuilder, TableCell, TableGrid
+from corpus_pipeline.parsing.html_inline import (
+    BLOCK_TAGS,
+    HEADINGS,
+    HtmlElement,
+    InlineText,
+    PendingImage,
+    collect,
+    collect_children,
+    path_of,
+    tag_of,
+)
+from corpus_pipeline.parsing.html_tables import table_grid_from_element
 from corpus_pipeline.parsing.text import decode_bytes
 
-HtmlElement = lxml.html.HtmlElement
-
-_HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _DROP_TAGS = frozenset(
     {
         "script", "style", "noscript", "template", "head", "title", "meta", "link", "base",
@@ -41,123 +49,11 @@ _DROP_TAGS = frozenset(
 _DROP_CLASSES = frozenset({"mw-editsection", "mw-jump-link"})
 # Superscripts with these classes are citation markers ([1]) or maintenance tags.
 _DROP_SUP_CLASSES = frozenset({"reference", "noprint"})
-_BLOCK_TAGS = frozenset(
-    {
-        "address", "article", "aside", "blockquote", "body", "caption", "center", "dd",
-        "details", "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer",
-        "form", "header", "hgroup", "hr", "html", "legend", "li", "main", "menu", "nav", "ol",
-        "p", "pre", "search", "section", "summary", "table", "tbody", "td", "tfoot", "th",
-        "thead", "tr", "ul", *_HEADINGS,
-    }
-)  # fmt: skip
-_LIST_TAGS = frozenset({"ul", "ol", "dl", "menu"})
-# Inside a list item these start their own rows after the item's text.
-_DEFERRED_IN_ITEM = frozenset({*_LIST_TAGS, "table", "pre", "blockquote", "figure", *_HEADINGS})
 _HIDDEN_STYLE = re.compile(r"(?:display\s*:\s*none|visibility\s*:\s*hidden)", re.IGNORECASE)
 _META_CHARSET = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE
 )
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
-_INVISIBLE = str.maketrans({"\u00ad": None, "\u200b": None, "\ufeff": None})
-_MAX_SPAN = 1000
-
-
-# --------------------------------------------------------------------------- inline text
-
-
-@dataclass(frozen=True)
-class PendingImage:
-    """An image met inside a block; handled after the block's text row is emitted."""
-
-    src: str
-    alt: str
-    location: str
-
-
-@dataclass
-class InlineText:
-    """Accumulates rendered inline text with collapsed whitespace and exact link offsets.
-
-    Whitespace is collapsed while appending (not afterwards), so the offsets recorded for
-    links are offsets into the final row text. `preserve` keeps whitespace (for <pre>).
-    """
-
-    preserve: bool = False
-    images: list[PendingImage] = field(default_factory=list)
-    _parts: list[str] = field(default_factory=list)
-    _length: int = 0
-    _last: str = ""
-    _pending_space: bool = False
-    _links: list[tuple[int, int, str]] = field(default_factory=list)
-
-    def add(self, text: str | None) -> None:
-        if not text:
-            return
-        text = text.translate(_INVISIBLE)
-        if self.preserve:
-            self._append(text.replace("\r\n", "\n").replace("\r", "\n"))
-            return
-        for token in re.split(r"(\s+)", text):
-            if not token:
-                continue
-            if token.isspace():
-                self._pending_space = self._length > 0
-                continue
-            if self._pending_space and self._last not in ("\n", " "):
-                self._append(" ")
-            self._pending_space = False
-            self._append(token)
-
-    def newline(self) -> None:
-        """A hard line break (<br>, Markdown hard break)."""
-        if self._length > 0 or self.preserve:
-            self._append("\n")
-        self._pending_space = False
-
-    def soft_break(self, separator: str) -> None:
-        """Boundary of a block element inside inline content: a space or a single newline."""
-        if self.preserve:
-            if self._length > 0 and self._last != "\n":
-                self._append("\n")
-            return
-        if separator == "\n":
-            if self._length > 0 and self._last != "\n":
-                self._append("\n")
-            self._pending_space = False
-        elif self._length > 0:
-            self._pending_space = True
-
-    def mark(self) -> int:
-        return self._length
-
-    def link(self, start: int, target: str) -> None:
-        """Record a link whose text was appended since `mark()` returned `start`."""
-        if target:
-            self._links.append((start, self._length, target))
-
-    def result(self) -> tuple[str, list[LinkSpan]]:
-        """The row text (outer whitespace stripped) and link spans into it."""
-        raw = "".join(self._parts)
-        if self.preserve:
-            raw = raw.removeprefix("\n")
-        lead = len(raw) - len(raw.lstrip())
-        text = raw.strip()
-        links: list[LinkSpan] = []
-        for raw_start, raw_end, target in self._links:
-            start = max(raw_start - lead, 0)
-            end = min(raw_end - lead, len(text))
-            while start < end and text[start].isspace():
-                start += 1
-            while end > start and text[end - 1].isspace():
-                end -= 1
-            if end > start:
-                links.append(LinkSpan(start=start, end=end, target=target))
-        return text, links
-
-    def _append(self, text: str) -> None:
-        self._parts.append(text)
-        self._length += len(text)
-        self._last = text[-1]
 
 
 # --------------------------------------------------------------------------- images
@@ -231,206 +127,6 @@ def _local_file(src: str, base_dir: Path | None) -> bytes | None:
         return None
 
 
-# --------------------------------------------------------------------------- tables
-
-
-@dataclass(frozen=True)
-class _RawCell:
-    text: str
-    rowspan: int
-    colspan: int
-    header: bool
-
-
-def table_grid_from_element(el: HtmlElement) -> TableGrid:
-    """An HTML <table> as a `TableGrid`: spans honoured, nested tables flattened into cell text.
-
-    Rows that hold only rowspanning cells and leave columns empty (a year cell alone in its
-    own <tr>, as pivot tables are often written) are folded into the next row, and rowspans
-    that overrun the table are clamped, so the grid matches what the author meant.
-    """
-    rows: list[list[_RawCell]] = []
-    head_rows = 0
-    for tr, in_thead in _table_rows(el):
-        cells = [_raw_cell(cell) for cell in tr if _tag(cell) in ("td", "th")]
-        if not cells:
-            continue
-        rows.append(cells)
-        if in_thead and head_rows == len(rows) - 1:
-            head_rows += 1
-    rows, head_rows = _fold_spanner_rows(rows, head_rows)
-    builder = GridBuilder(max_rows=len(rows))
-    for r, cells in enumerate(rows):
-        for cell in cells:
-            builder.add(r, cell.text, cell.rowspan, cell.colspan, cell.header)
-    grid = builder.build(caption=_caption_of(el), header_rows=0)
-    grid.header_rows = _header_rows(grid.rows(), head_rows)
-    return grid
-
-
-def _table_rows(table: HtmlElement) -> list[tuple[HtmlElement, bool]]:
-    """The table's own <tr>s in source order (not those of nested tables)."""
-    out: list[tuple[HtmlElement, bool]] = []
-    for child in table:
-        tag = _tag(child)
-        if tag == "tr":
-            out.append((child, False))
-        elif tag in ("thead", "tbody", "tfoot"):
-            out.extend((tr, tag == "thead") for tr in child if _tag(tr) == "tr")
-    return out
-
-
-def _raw_cell(cell: HtmlElement) -> _RawCell:
-    buf = InlineText()
-    _collect_children(cell, buf, separator="\n", with_images=False)
-    text, _ = buf.result()
-    return _RawCell(
-        text=text,
-        rowspan=_span(cell.get("rowspan")),
-        colspan=_span(cell.get("colspan")),
-        header=_tag(cell) == "th",
-    )
-
-
-def _span(value: str | None) -> int:
-    try:
-        span = int((value or "1").strip())
-    except ValueError:
-        return 1
-    # rowspan="0" means "to the end of the section": the grid clamp handles it.
-    return _MAX_SPAN if span == 0 else max(1, min(span, _MAX_SPAN))
-
-
-def _fold_spanner_rows(
-    rows: list[list[_RawCell]], head_rows: int
-) -> tuple[list[list[_RawCell]], int]:
-    """Fold rows that hold only rowspanning cells and leave columns empty into the next row."""
-    rows = [list(r) for r in rows]
-    changed = True
-    while changed:
-        changed = False
-        width, covered = _coverage(rows)
-        for i in range(len(rows) - 1):
-            if all(c.rowspan > 1 for c in rows[i]) and covered[i] < width:
-                # Cells anchored above that span through row i lose that row.
-                for j in range(i):
-                    rows[j] = [
-                        replace(c, rowspan=c.rowspan - 1) if j + c.rowspan > i else c
-                        for c in rows[j]
-                    ]
-                moved = [replace(c, rowspan=c.rowspan - 1) for c in rows[i]]
-                rows[i + 1] = moved + rows[i + 1]
-                del rows[i]
-                if i < head_rows:
-                    head_rows -= 1
-                changed = True
-                break
-    return rows, head_rows
-
-
-def _coverage(rows: list[list[_RawCell]]) -> tuple[int, list[int]]:
-    """Table width and the number of occupied columns per row (HTML placement rules)."""
-    occupied: set[tuple[int, int]] = set()
-    n = len(rows)
-    for r, cells in enumerate(rows):
-        col = 0
-        for cell in cells:
-            while (r, col) in occupied:
-                col += 1
-            for dr in range(min(cell.rowspan, n - r)):
-                for dc in range(cell.colspan):
-                    occupied.add((r + dr, col + dc))
-            col += cell.colspan
-    width = 1 + max((c for _, c in occupied), default=-1)
-    covered = [0] * n
-    for r, _ in occupied:
-        covered[r] += 1
-    return width, covered
-
-
-def _header_rows(rows: list[list[TableCell]], head_rows: int) -> int:
-    """<thead> rows, else leading rows of only <th>; never cut through a rowspan."""
-    if head_rows == 0:
-        while head_rows < len(rows) and rows[head_rows] and all(c.header for c in rows[head_rows]):
-            head_rows += 1
-        if head_rows == len(rows) and head_rows > 1:
-            head_rows = 1  # a table of only <th> is not all header
-    while head_rows > 0 and any(
-        c.row + c.rowspan > head_rows for row in rows[:head_rows] for c in row
-    ):
-        head_rows -= 1
-    return head_rows
-
-
-def _caption_of(table: HtmlElement) -> str | None:
-    for child in table:
-        if _tag(child) == "caption":
-            buf = InlineText()
-            _collect_children(child, buf, separator=" ", with_images=False)
-            text, _ = buf.result()
-            return text or None
-    return None
-
-
-# --------------------------------------------------------------------------- inline walk
-
-
-def _tag(el: object) -> str:
-    tag = getattr(el, "tag", None)
-    return tag.lower() if isinstance(tag, str) else ""
-
-
-def _collect_children(
-    el: HtmlElement,
-    buf: InlineText,
-    *,
-    separator: str,
-    with_images: bool = True,
-    deferred: list[HtmlElement] | None = None,
-) -> None:
-    buf.add(el.text)
-    for child in el:
-        if _tag(child):
-            _collect(child, buf, separator=separator, with_images=with_images, deferred=deferred)
-        buf.add(child.tail)
-
-
-def _collect(
-    el: HtmlElement,
-    buf: InlineText,
-    *,
-    separator: str,
-    with_images: bool = True,
-    deferred: list[HtmlElement] | None = None,
-) -> None:
-    """Append an element's rendered text to `buf`; blocks become `separator` boundaries."""
-    tag = _tag(el)
-    if tag == "br":
-        buf.newline()
-        return
-    if tag == "img":
-        if with_images:
-            buf.images.append(PendingImage(el.get("src") or "", el.get("alt") or "", _path_of(el)))
-        return
-    if deferred is not None and tag in _DEFERRED_IN_ITEM:
-        deferred.append(el)
-        return
-    block = tag in _BLOCK_TAGS
-    if block:
-        buf.soft_break(separator)
-    href = el.get("href") if tag == "a" else None
-    start = buf.mark()
-    _collect_children(el, buf, separator=separator, with_images=with_images, deferred=deferred)
-    if href and not href.strip().lower().startswith("javascript:"):
-        buf.link(start, href.strip())
-    if block:
-        buf.soft_break(separator)
-
-
-def _path_of(el: HtmlElement) -> str:
-    return el.getroottree().getpath(el).lstrip("/")
-
-
 # --------------------------------------------------------------------------- block walk
 
 
@@ -443,20 +139,20 @@ class _Walker:
         self.has_blocks = _elements_with_block_descendants(root)
 
     def loc(self, el: HtmlElement) -> str:
-        return self.location or _path_of(el)
+        return self.location or path_of(el)
 
     def container(self, el: HtmlElement) -> None:
         """Runs of inline content become paragraphs; block children are dispatched."""
         buf = InlineText()
         buf.add(el.text)
         for child in el:
-            tag = _tag(child)
-            if tag and (tag in _BLOCK_TAGS or child in self.has_blocks or _heading_level(child)):
+            tag = tag_of(child)
+            if tag and (tag in BLOCK_TAGS or child in self.has_blocks or _heading_level(child)):
                 self.flush(buf, el)
                 buf = InlineText()
                 self.dispatch(child)
             elif tag:
-                _collect(child, buf, separator=" ")
+                collect(child, buf, separator=" ")
             buf.add(child.tail)
         self.flush(buf, el)
 
@@ -475,11 +171,11 @@ class _Walker:
         emit_pending_image(self.ctx, image)
 
     def dispatch(self, el: HtmlElement) -> None:
-        tag = _tag(el)
+        tag = tag_of(el)
         level = _heading_level(el)
         if level is not None:
             buf = InlineText()
-            _collect_children(el, buf, separator=" ")
+            collect_children(el, buf, separator=" ")
             text, links = buf.result()
             if text:
                 # A <br> in a title is layout; same-length swap keeps link offsets valid.
@@ -493,11 +189,11 @@ class _Walker:
             self.list_item(el)
         elif tag == "pre":
             buf = InlineText(preserve=True)
-            _collect_children(el, buf, separator="\n")
+            collect_children(el, buf, separator="\n")
             self.flush(buf, el)
         elif tag in ("figcaption", "caption", "legend", "summary"):
             buf = InlineText()
-            _collect_children(el, buf, separator=" ")
+            collect_children(el, buf, separator=" ")
             self.flush(
                 buf, el, RowType.CAPTION if tag in ("figcaption", "caption") else RowType.PARAGRAPH
             )
@@ -510,7 +206,7 @@ class _Walker:
         """The item's own text is one row; nested lists and blocks follow as their own rows."""
         deferred: list[HtmlElement] = []
         buf = InlineText()
-        _collect_children(el, buf, separator=" ", deferred=deferred)
+        collect_children(el, buf, separator=" ", deferred=deferred)
         self.flush(buf, el, RowType.LIST_ITEM)
         for child in deferred:
             self.dispatch(child)
@@ -529,7 +225,7 @@ class _Walker:
         for img in el.iter("img"):
             src = img.get("src") or ""
             if src.lower().startswith("data:"):
-                self.emit_image(PendingImage(src, img.get("alt") or "", _path_of(img)))
+                self.emit_image(PendingImage(src, img.get("alt") or "", path_of(img)))
             else:
                 self.ctx.diagnostics.add(
                     "parse", "image.unavailable", f"image in table at {self.loc(img)} not stored"
@@ -537,9 +233,9 @@ class _Walker:
 
 
 def _heading_level(el: HtmlElement) -> int | None:
-    tag = _tag(el)
-    if tag in _HEADINGS:
-        return _HEADINGS[tag]
+    tag = tag_of(el)
+    if tag in HEADINGS:
+        return HEADINGS[tag]
     if el.get("role") == "heading":
         level = (el.get("aria-level") or "2").strip()
         return min(int(level), 9) if level.isdigit() and int(level) > 0 else 2
@@ -550,7 +246,7 @@ def _elements_with_block_descendants(root: HtmlElement) -> set[HtmlElement]:
     """Inline elements (e.g. <a> around a <div>) that must be walked as blocks."""
     marked: set[HtmlElement] = set()
     for el in root.iter():
-        if _tag(el) in _BLOCK_TAGS or (_tag(el) and _heading_level(el)):
+        if tag_of(el) in BLOCK_TAGS or (tag_of(el) and _heading_level(el)):
             parent = el.getparent()
             while parent is not None and parent not in marked:
                 marked.add(parent)
@@ -565,7 +261,7 @@ def _drop_non_content(root: HtmlElement) -> None:
     """
     doomed: list[HtmlElement] = []
     for el in root.iter():
-        tag = _tag(el)
+        tag = tag_of(el)
         if not tag or el is root:
             continue
         classes = set((el.get("class") or "").split())

@@ -16,12 +16,8 @@ from markdown_it.tree import SyntaxTreeNode
 
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext
-from corpus_pipeline.parsing.html import (
-    InlineText,
-    PendingImage,
-    emit_html_fragment,
-    emit_pending_image,
-)
+from corpus_pipeline.parsing.html import emit_html_fragment, emit_pending_image
+from corpus_pipeline.parsing.html_inline import InlineText, PendingImage
 from corpus_pipeline.parsing.tables import GridBuilder, TableGrid
 from corpus_pipeline.parsing.text import line_range, read_source_text
 

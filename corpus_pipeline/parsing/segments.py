@@ -22,7 +22,8 @@ from corpus_pipeline.common.errors import CorruptDocumentError, InvalidInputErro
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.contracts.rows import ImportedSegment
 from corpus_pipeline.parsing.base import ParseContext
-from corpus_pipeline.parsing.html import decode_data_uri, table_grid_from_element
+from corpus_pipeline.parsing.html import decode_data_uri
+from corpus_pipeline.parsing.html_tables import table_grid_from_element
 from corpus_pipeline.parsing.text import read_source_text
 
 _SEGMENTS = TypeAdapter(list[ImportedSegment])

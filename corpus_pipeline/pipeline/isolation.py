@@ -191,7 +191,7 @@ def run_parse_isolated(
         settings=settings,
         password=get_password(document_id),
         address_space_bytes=_address_space_limit(limits.megabytes),
-        page_reads=reads.take(source_path),
+        page_reads=reads.take(profile, source_path),
     )
     reader, writer = _CONTEXT.Pipe(duplex=False)
     worker = _CONTEXT.Process(
@@ -342,7 +342,7 @@ def _work(job: Job, conn: Connection) -> None:
         _limit_address_space(job.address_space_bytes)
     if job.password is not None:
         set_password(job.document_id, job.password)
-    reads.keep(job.source_path, job.page_reads)
+    reads.keep(job.profile, job.page_reads)
     outcome: Outcome
     try:
         output = pipeline.run_parse(

@@ -66,6 +66,7 @@ def profile_file(
     elif sniffed.format is FileFormat.IMAGE:
         facts = _image_facts(data)
     text_sample = str(facts.pop("text_sample", ""))
+    page_reads = facts.pop("page_reads", None)
     base = DocumentProfile(
         format=sniffed.format,
         media_type=sniffed.media_type,
@@ -76,7 +77,13 @@ def profile_file(
         routing={"strategy": "pending", "reason": sniffed.evidence},  # type: ignore[arg-type]
         **facts,  # type: ignore[arg-type]
     )
-    return base.model_copy(update={"routing": route(base, sniffed.evidence)})
+    profile = base.model_copy(update={"routing": route(base, sniffed.evidence)})
+    if page_reads is not None:
+        from corpus_pipeline.parsing.pdf import reads
+
+        assert isinstance(page_reads, reads.PageReads)
+        reads.keep(profile, page_reads)  # the parse of this file reads its sampled pages there
+    return profile
 
 
 def _docx_facts(data: bytes) -> dict[str, object]:
@@ -236,7 +243,7 @@ def _pdf_facts(
     path: Path, password: str | None, split_pages: int | None, settings: CorpusSettings | None
 ) -> dict[str, object]:
     from corpus_pipeline.parsing.pdf.profile import llm_classification, open_pdf, profile_pdf
-    from corpus_pipeline.parsing.pdf.reads import PageReads, keep
+    from corpus_pipeline.parsing.pdf.reads import PageReads, file_key
 
     every = split_pages or (
         settings.pdf_split_pages
@@ -249,7 +256,7 @@ def _pdf_facts(
         pdf, sample = profile_pdf(doc, every, reads)
     finally:
         doc.close()
-    keep(path, reads)  # the parse of this file reads its sampled pages from here
+    reads.source = file_key(path)  # the file they were read from
     label = llm_classification(sample, settings) if settings is not None else None
     if label:
         pdf = pdf.model_copy(update={"classification": label})
@@ -260,4 +267,5 @@ def _pdf_facts(
         "char_count": None,
         "pdf": pdf,
         "text_sample": sample[:_LANG_SAMPLE],
+        "page_reads": reads,  # handed to the parse with the profile (`parsing.pdf.reads`)
     }

@@ -6,7 +6,6 @@ path stays for display and for `section_path` filters."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from corpus_pipeline.contracts import SectionNode
@@ -44,13 +43,3 @@ def build_sections(nav_sections: list[SectionNode]) -> list[SectionRow]:
 
     walk(nav_sections, None)
     return rows
-
-
-def descendants(links: Iterable[tuple[str, str | None]], roots: set[str]) -> set[str]:
-    """`roots` and every section below them; `links` are (section_id, parent_id) pairs in
-    document order (parents first, so one pass suffices)."""
-    found = set(roots)
-    for section_id, parent_id in links:
-        if parent_id is not None and parent_id in found:
-            found.add(section_id)
-    return found

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from corpus_pipeline.common.settings import CorpusSettings
+from corpus_pipeline.contracts import SourceRecord
 from corpus_pipeline.storage.store import SOURCES_PREFIX, ObjectStore, SourceRegistry
 
 DEFAULT_MIN_AGE = timedelta(hours=1)
@@ -123,3 +124,14 @@ def _children(root: Path) -> list[Path]:
 
 def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def forget_document(settings: CorpusSettings, document_id: str) -> SourceRecord:
+    """Forget a document: its record, its stored bytes (unless another document holds the same
+    content), artifacts, vectors and working files; the next publish of its namespace leaves it
+    out."""
+    record = SourceRegistry(ObjectStore(settings.object_store)).delete(document_id)
+    shutil.rmtree(settings.artifacts_dir / document_id, ignore_errors=True)
+    shutil.rmtree(settings.work_dir / document_id, ignore_errors=True)
+    shutil.rmtree(settings.embeddings_dir / document_id, ignore_errors=True)
+    return record

@@ -10,7 +10,7 @@ pass stores them from disk, records one queued job per document and answers 202 
 waits for parsing. A refused request writes nothing and leaves no scratch file: 400/413/415/422
 with a message that names the file (or field) and the reason. One worker
 thread takes queued jobs in order and runs each document through the Dagster assets in a
-separate process (`ingest`'s worker), then publishes its namespace; `GET /v1/jobs/{id}` reports
+separate process (`tasks`), then publishes its namespace; `GET /v1/jobs/{id}` reports
 `queued | processing | done | error`, timings, the published revision, or the error in words
 (naming the file). A document's id derives from its name as sent, so names that sanitise alike
 stay apart; a name already registered is refused (409) unless `replace_document_id` names it.
@@ -33,12 +33,12 @@ import tempfile
 import threading
 import time
 import unicodedata
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
@@ -76,6 +76,7 @@ from corpus_pipeline.intake.uploads import (
     receive_form,
 )
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
+from corpus_pipeline.upload_api.worker import Passwords, work
 
 MIB = 1024 * 1024
 logger = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
     """The app; `worker=False` leaves jobs queued (for tests of the door alone)."""
     jobs = open_job_store(settings)
     registry = SourceRegistry(ObjectStore(settings.object_store))
-    passwords = _Passwords()
+    passwords = Passwords()
     stop = threading.Event()
     readiness = _Readiness(jobs, stop)
     # Storing uploads and waiting for their door checks: blocking work, never on the request
@@ -105,7 +106,7 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
         # instance at the same time would leave it with two migration heads.
         server_record = None
         if worker:
-            from corpus_pipeline.orchestration.ingest import dagster_instance, fail_orphaned_runs
+            from corpus_pipeline.orchestration.runs import dagster_instance, fail_orphaned_runs
             from corpus_pipeline.pipeline import processes
 
             # What a crashed predecessor left is reaped first (`processes`), and its jobs,
@@ -120,7 +121,7 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
             fail_orphaned_runs(dagster_instance(settings))
         threads = [
             threading.Thread(
-                target=_work,
+                target=work,
                 args=(settings, jobs, stop, passwords),
                 name=f"corpus-ingest-{n}",
                 daemon=True,
@@ -423,7 +424,7 @@ def _accept(
     settings: CorpusSettings,
     registry: SourceRegistry,
     jobs: JobStore,
-    passwords: _Passwords,
+    passwords: Passwords,
     door: _DoorPool,
     scratch: Path,
 ) -> UploadResponse:
@@ -484,26 +485,6 @@ def _accept(
     return UploadResponse(namespace=namespace, files=queued + skipped)
 
 
-class _Passwords:
-    """Passwords sent with uploads, held in this process's memory for their jobs only (never in
-    a job row, a log or on disk): recorded with the job under one lock, so a worker that
-    claims the job finds it, and taken once. A job run elsewhere (another process, after a
-    restart, a retry) has none and fails asking for it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_job: dict[str, str] = {}
-
-    @contextmanager
-    def recording(self) -> Iterator[dict[str, str]]:
-        with self._lock:
-            yield self._by_job
-
-    def take(self, job_id: str) -> str | None:
-        with self._lock:
-            return self._by_job.pop(job_id, None)
-
-
 def _naming(refused: Refused, label: str) -> Refused:
     """A refusal that names the file (the door names the reason; the API answers per file)."""
     return (
@@ -511,11 +492,6 @@ def _naming(refused: Refused, label: str) -> Refused:
         if f"'{label}'" in str(refused)
         else Refused(refused.status, f"'{label}': {refused}")
     )
-
-
-def _about(name: str, message: str) -> str:
-    """A job's error message naming its file."""
-    return message if f"'{name}'" in message else f"'{name}': {message}"
 
 
 def _new_documents(
@@ -543,47 +519,6 @@ def _new_documents(
     return out
 
 
-def _work(
-    settings: CorpusSettings, jobs: JobStore, stop: threading.Event, passwords: _Passwords
-) -> None:
-    """Jobs in order, each document in this worker's ingest process, then its namespace
-    published (one of `ingest_workers` such workers).
-
-    Blocking work never runs on the request loop: this is its own thread, and the Dagster run
-    is in a separate process (forked by the parse forkserver), like a `corpus ingest` batch's."""
-    from corpus_pipeline.orchestration import ingest
-    from corpus_pipeline.pipeline import processes
-
-    context = processes.start_forkserver()
-    first = True
-    while not stop.is_set():  # a worker process that died (killed, out of memory) is replaced
-        if not first:  # its run would hold the publish slot for ever
-            ingest.fail_orphaned_runs(ingest.dagster_instance(settings))
-        first = False
-        with ProcessPoolExecutor(
-            1, context, ingest._start_worker, (settings, dict(os.environ))
-        ) as pool:
-            while not stop.is_set():
-                try:  # a process that died while idle is replaced before it is given a job
-                    pool.submit(ingest._ready).result()
-                except BrokenProcessPool:
-                    break
-                try:
-                    jobs.expire()  # jobs of a dead worker, here or in another process
-                    job = jobs.claim()
-                except Exception:  # the store out of reach for a while: the worker waits
-                    logger.exception("job store unavailable")
-                    stop.wait(5)
-                    continue
-                if job is None:
-                    stop.wait(0.5)
-                    continue
-                with jobs.keep_leased(job, settings.job_heartbeat_seconds):
-                    alive = _process(job, jobs, pool.submit, passwords.take(job.job_id))
-                if not alive:
-                    break
-
-
 def _replaced(
     registry: SourceRegistry, who: Principal, document_id: str | None, namespace: str, files: int
 ) -> SourceRecord | None:
@@ -606,41 +541,3 @@ def _original_kept(registry: SourceRegistry, document_id: str) -> bool:
         return registry.store.exists(registry.get(document_id).object_key)
     except CorpusError:
         return False
-
-
-def _process(
-    job: Job, jobs: JobStore, submit: Callable[..., Any], password: str | None = None
-) -> bool:
-    """Run one job to `done` or `error` (its message names the file); False when the worker
-    process died doing it. `password` goes to the parse only, as `corpus ingest --password`."""
-    from corpus_pipeline.orchestration import ingest
-
-    def fail(message: str) -> None:
-        jobs.finish(
-            job.job_id, error_message=_about(job.source_file_name, message), owner=job.lease_owner
-        )
-
-    try:
-        if job.kind == "delete":
-            submit(ingest.delete_registered, job.document_id).result()
-        else:
-            [(_, result)] = submit(
-                ingest.run_registered, job.document_id, job.namespace, password
-            ).result()
-            if result.status != "ok":
-                fail(result.error or "processing failed")
-                return True
-        published = submit(ingest.publish_registered, job.namespace).result()
-    except BrokenProcessPool:  # killed (or out of memory): an interrupted attempt, run again
-        logger.warning("job %s: ingest worker stopped (killed or out of memory)", job.job_id)
-        jobs.release(job.job_id, job.lease_owner or "")
-        return False
-    except Exception as exc:  # the job fails in words, not a traceback (that goes to the log)
-        logger.exception("job %s failed", job.job_id)
-        fail(f"ingest worker failed ({type(exc).__name__})")
-        return True
-    if published.error:
-        fail(f"publish failed: {published.error}")
-    else:
-        jobs.finish(job.job_id, revision=published.revision, owner=job.lease_owner)
-    return True

@@ -20,6 +20,7 @@ from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.api import ReadRef, ReadRequest
 from corpus_pipeline.contracts.keys import Principal
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
+from query_service.api.deps import key_principal
 from query_service.retrieval.agentic import BudgetTooSmall
 from query_service.service import QueryService
 from query_service.snapshot.revision import NamespaceNotFound
@@ -43,10 +44,23 @@ def build_mcp(service: QueryService, stdio: bool = False, api_key: str | None = 
     """The tools; over stdio `api_key` is resolved on every call (a revoked key stops
     working), over HTTP the /mcp endpoint resolved the request's key already."""
     mcp = MCPServer(name="corpus", instructions=INSTRUCTIONS)
+    caller = _Caller(service, stdio, api_key)
+    _search_tools(mcp, caller)
+    _read_tools(mcp, caller)
+    return mcp
 
-    def principal_of(ctx: Context) -> Principal:
-        if stdio:
-            return service.keys.principal(api_key, "corpus mcp tool call")
+
+class _Caller:
+    """A tool call's principal, and its work run for it in the service's pool."""
+
+    def __init__(self, service: QueryService, stdio: bool, api_key: str | None) -> None:
+        self.service = service
+        self.stdio = stdio
+        self.api_key = api_key
+
+    def principal_of(self, ctx: Context) -> Principal:
+        if self.stdio:
+            return key_principal(self.service.keys, self.api_key, "corpus mcp tool call")
         request = ctx.request_context.request
         state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
         principal = state.get("principal")
@@ -55,15 +69,15 @@ def build_mcp(service: QueryService, stdio: bool = False, api_key: str | None = 
         return principal
 
     async def answer(
-        ctx: Context, work: Callable[[Principal], bytes | BaseModel]
+        self, ctx: Context, work: Callable[[Principal], bytes | BaseModel]
     ) -> dict[str, Any]:
         """`work` for the caller's principal in the service's pool, as the tool's result. What
         the caller is told in words comes back as an error result, not raised: the SDK logs a
         traceback for any exception a tool raises, and a refusal is already logged in one line."""
         try:
-            principal = principal_of(ctx)
+            principal = self.principal_of(ctx)
             result = await asyncio.get_running_loop().run_in_executor(
-                service.executor, work, principal
+                self.service.executor, work, principal
             )
         except _TOLD as exc:
             return _error(exc)
@@ -72,6 +86,10 @@ def build_mcp(service: QueryService, stdio: bool = False, api_key: str | None = 
             return loaded
         dumped: dict[str, Any] = result.model_dump(mode="json")
         return dumped
+
+
+def _search_tools(mcp: MCPServer, caller: _Caller) -> None:
+    service = caller.service
 
     @mcp.tool(
         description=(
@@ -103,7 +121,7 @@ def build_mcp(service: QueryService, stdio: bool = False, api_key: str | None = 
             )
             return service.search(principal, request)
 
-        return await answer(ctx, work)
+        return await caller.answer(ctx, work)
 
     @mcp.tool(
         description=(
@@ -130,7 +148,11 @@ def build_mcp(service: QueryService, stdio: bool = False, api_key: str | None = 
             )
             return service.search(principal, request)
 
-        return await answer(ctx, work)
+        return await caller.answer(ctx, work)
+
+
+def _read_tools(mcp: MCPServer, caller: _Caller) -> None:
+    service = caller.service
 
     @mcp.tool(
         description=(
@@ -148,7 +170,7 @@ def build_mcp(service: QueryService, stdio: bool = False, api_key: str | None = 
             refs_ = [ReadRef.model_validate(r) for r in refs]
             return service.read(principal, ReadRequest(namespace=namespace, refs=refs_))
 
-        return await answer(ctx, work)
+        return await caller.answer(ctx, work)
 
     @mcp.tool(
         description=(
@@ -157,16 +179,14 @@ def build_mcp(service: QueryService, stdio: bool = False, api_key: str | None = 
         )
     )
     async def outline(ctx: Context, document_id: str, namespace: str = "default") -> dict[str, Any]:
-        return await answer(ctx, lambda p: service.outline(p, namespace, document_id))
+        return await caller.answer(ctx, lambda p: service.outline(p, namespace, document_id))
 
     @mcp.tool(description="List the documents of a namespace (paginated: offset, limit ≤ 500).")
     async def list_documents(
         ctx: Context, namespace: str = "default", offset: int = 0, limit: int = 50
     ) -> dict[str, Any]:
         limit = min(max(limit, 1), 500)
-        return await answer(ctx, lambda p: service.documents(p, namespace, offset, limit))
-
-    return mcp
+        return await caller.answer(ctx, lambda p: service.documents(p, namespace, offset, limit))
 
 
 def _error(exc: Exception) -> dict[str, Any]:

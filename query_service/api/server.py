@@ -66,12 +66,13 @@ def serve(
 def serve_stdio(settings: ServiceSettings, api_key: str | None) -> None:
     """MCP over stdio for a local agent as CORPUS_API_KEY's principal, resolved again on every
     call (a revoked key stops working); refused at start when the key gives no access."""
+    from query_service.api.deps import key_principal
     from query_service.api.mcp_server import build_mcp
     from query_service.service import QueryService
 
     service = QueryService(settings)
     try:
-        service.keys.principal(api_key, "corpus mcp")
+        key_principal(service.keys, api_key, "corpus mcp")
     except AccessDenied as exc:
         raise UnsafeBinding(
             f"corpus mcp: {exc.detail} (the key comes from CORPUS_API_KEY)"

@@ -17,11 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from corpus_pipeline.contracts.embeddings import EmbeddingSpec
+from corpus_pipeline.contracts.published import VECTORS
 from corpus_pipeline.embeddings.vectors import Embedder, EndpointEmbedder, LocalMiniLM
 from query_service.snapshot.revision import Revision
-
-VECTORS = "vectors"
-
 
 # Above this many vectors the exact scan is no longer a few milliseconds (memory-bound: 150 MB
 # per query at 100k × 384 float32): candidates are chosen first by the Hamming distance of the

@@ -12,13 +12,13 @@ from typing import Any
 
 import tantivy
 
+from corpus_pipeline.contracts.published import CHUNKS, CURRENT, DOCUMENTS, LANCE_DIR
 from corpus_pipeline.contracts.search import RevisionPointer
 from corpus_pipeline.index import channels as ch
 from query_service.snapshot.documents import DocumentCards, load_cards
 from query_service.snapshot.routing import Router
 
 os.environ.setdefault("LANCE_LOG", "error")
-CURRENT = "CURRENT.json"
 
 
 class NamespaceNotFound(LookupError):
@@ -54,7 +54,7 @@ class Revision:
             if name not in self._tables:
                 import lancedb
 
-                db = lancedb.connect(str(self.directory / "lance"))
+                db = lancedb.connect(str(self.directory / LANCE_DIR))
                 table = db.open_table(name)
                 table.checkout(self.pointer.lance_versions[name])
                 self._tables[name] = table
@@ -73,7 +73,7 @@ class Revision:
         """The documents' cards for the document prior (built on first use, then shared: a
         revision never changes)."""
         if self._cards is None:
-            cards = load_cards(self.table("documents"), self.table("chunks"))
+            cards = load_cards(self.table(DOCUMENTS), self.table(CHUNKS))
             with self._lock:
                 self._cards = self._cards or cards
         return self._cards
@@ -83,7 +83,7 @@ class Revision:
 
         def load() -> Router:
             rows = (
-                self.table("documents")
+                self.table(DOCUMENTS)
                 .search()
                 .select(["document_id", "manifest"])
                 .limit(None)

@@ -15,10 +15,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from corpus_pipeline.publish import tables as t
-from corpus_pipeline.publish.mirror import RemoteRevisions
+from corpus_pipeline.contracts.published import TABLES
+from corpus_pipeline.storage.mirror import RemoteRevisions
 from corpus_pipeline.storage.store import ObjectStore
-from query_service.config import ServiceSettings
 from query_service.snapshot.revision import (
     NamespaceNotFound,
     Revision,
@@ -123,19 +122,21 @@ def release_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def remote_revisions(settings: ServiceSettings) -> RemoteRevisions | None:
+def remote_revisions(
+    object_store_url: str, published_dir: Path, poll_seconds: float
+) -> RemoteRevisions | None:
     """The store this replica pulls revisions from: the pipeline's S3 object store when one is
-    configured; none when the service reads the pipeline's own folder."""
-    if not settings.object_store_url:
+    configured (`object_store_url`); none when the service reads the pipeline's own folder."""
+    if not object_store_url:
         return None
-    store = ObjectStore(settings.object_store_url)
+    store = ObjectStore(object_store_url)
     if store.is_local:
         return None
-    return RemoteRevisions(store, settings.published_dir, settings.mirror_poll_seconds)
+    return RemoteRevisions(store, published_dir, poll_seconds)
 
 
 def _open_warm(published_dir: Path, namespace: str) -> Revision:
     revision = open_revision(published_dir, namespace)
-    for name in t.SCHEMAS:
+    for name in TABLES:
         revision.table(name)
     return revision

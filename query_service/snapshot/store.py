@@ -11,6 +11,7 @@ from typing import Any
 
 from corpus_pipeline.common.textedit import Edit, apply_edits
 from corpus_pipeline.contracts import ChunkMetadata, ChunkType, DocNav, Manifest, Relation
+from corpus_pipeline.contracts import published as t
 from corpus_pipeline.contracts.api import (
     DocumentDetail,
     DocumentList,
@@ -26,9 +27,9 @@ from corpus_pipeline.contracts.api import (
     ReadRequest,
     ReadResponse,
 )
+from corpus_pipeline.contracts.published import descendants
 from corpus_pipeline.contracts.search import Resource, is_relative_ref
-from corpus_pipeline.publish import tables as t
-from corpus_pipeline.publish.sections import descendants
+from query_service.snapshot.payloads import payload_for_chunk, resource_from_payload
 from query_service.snapshot.revision import Revision
 
 _SUMMARY_COLUMNS = [
@@ -201,8 +202,6 @@ def outline(revision: Revision, document_id: str) -> Outline:
 
 def _resource_of(revision: Revision, chunk_row: dict[str, Any]) -> Resource | None:
     """A table/image chunk's resource, resolved from the published index payload."""
-    from query_service.retrieval.classic import payload_for_chunk, resource_from_payload
-
     payload = payload_for_chunk(revision, chunk_row["chunk_id"])
     return resource_from_payload(revision.namespace, payload) if payload else None
 

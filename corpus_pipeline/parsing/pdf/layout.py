@@ -40,6 +40,23 @@ def union(boxes: Iterable[BBox]) -> BBox:
     return (min(x0), min(y0), max(x1), max(y1))
 
 
+def as_bbox(bbox: Any) -> BBox:
+    """A PyMuPDF rectangle (or any 4+ sequence) as a plain box of floats."""
+    x0, y0, x1, y1 = (float(v) for v in tuple(bbox)[:4])
+    return (x0, y0, x1, y1)
+
+
+def bbox_area(box: BBox) -> float:
+    return max(box[2] - box[0], 0.0) * max(box[3] - box[1], 0.0)
+
+
+def centre_inside(inner: BBox, outer: Any) -> bool:
+    """The center of `inner` lies within `outer` (tables and figures own their text)."""
+    ox0, oy0, ox1, oy1 = as_bbox(outer)
+    cx, cy = (inner[0] + inner[2]) / 2, (inner[1] + inner[3]) / 2
+    return ox0 <= cx <= ox1 and oy0 <= cy <= oy1
+
+
 def text_space(page: Any) -> Any:
     """The page rectangle in the unrotated space PyMuPDF extracts text, drawings and images in
     (`page.rect` is the rotated, displayed one: on a /Rotate 90 page width and height swap)."""

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pymupdf
+
+_mupdf: Any = pymupdf  # PyMuPDF is only partly annotated
 
 MIN_NUMBERED_PAGES = 3  # an offset seen on fewer pages is a coincidence (a year, a count)
 MIN_SHARE = 0.5  # of the pages carrying a number in their bands
@@ -55,3 +60,24 @@ def _numbering_offset(marks: Mapping[int, Sequence[str]]) -> int | None:
     if count < MIN_NUMBERED_PAGES or count < MIN_SHARE * numbered:
         return None
     return offset
+
+
+def declared_labels(doc: Any) -> list[str]:
+    """The page labels the PDF declares (/PageLabels), one per page; [] when it has none or
+    they cannot be read (a damaged number tree is not worth failing the page for)."""
+    try:
+        rules = sorted(doc.get_page_labels(), key=lambda rule: rule["startpage"])
+        labels = []
+        for number in range(doc.page_count):
+            active = [r for r in rules if r["startpage"] <= number]
+            if not active:
+                labels.append("")
+                continue
+            rule = active[-1]
+            style = rule.get("style", "")
+            value = number - rule["startpage"] + rule.get("firstpagenum", 1)
+            value -= 1 if style in ("a", "A") else 0  # the alphabet counts from 0
+            labels.append(str(_mupdf.utils.construct_label(style, rule.get("prefix", ""), value)))
+        return labels
+    except Exception:  # a malformed number tree only loses the labels
+        return []

@@ -1,0 +1,196 @@
+"""`corpus search` and `corpus runs`: the published revision searched from the command line
+(classic or agentic), and the records of agentic runs. The query service's retrieval modules
+are imported inside the commands, keeping `corpus --help` fast."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import click
+from pydantic import ValidationError
+from rich.table import Table
+
+from corpus_pipeline.cli.output import console, read_settings
+from corpus_pipeline.common.settings import CorpusSettings
+from query_service.config import ServiceSettings
+
+if TYPE_CHECKING:
+    from query_service.snapshot.revision import Revision
+
+
+def _parse_types(value: str | None) -> list[str]:
+    if not value:
+        return ["text", "image", "table"]
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _invalid_request(exc: ValidationError) -> click.UsageError:
+    """The first validation error as 'field: message'."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "request"
+    return click.UsageError(f"{field}: {first['msg']}")
+
+
+def _open_published(settings: CorpusSettings, namespace: str) -> Revision:
+    from query_service.snapshot.revision import NamespaceNotFound, open_revision
+
+    try:
+        return open_revision(settings.published_dir, namespace)
+    except NamespaceNotFound as exc:
+        raise click.UsageError(f"{exc} (run `corpus ingest` or `corpus publish` first)") from exc
+
+
+@click.command("search")
+@click.argument("query")
+@click.option(
+    "--namespace", "-n", default=None, help="Namespace to search (default CORPUS_NAMESPACE)."
+)
+@click.option("--top-k", "-k", default=10, show_default=True, type=int)
+@click.option(
+    "--types", default=None, help="Allowed chunk types, comma-separated (text,table,image)."
+)
+@click.option(
+    "--exclude-document",
+    "exclude_documents",
+    multiple=True,
+    help="Document id to exclude (repeatable).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the response object the HTTP API returns."
+)
+@click.option(
+    "--mode", type=click.Choice(["classic", "agentic"]), default="classic", show_default=True
+)
+@click.option(
+    "--budget", default=8000, show_default=True, type=int, help="Token budget (agentic mode)."
+)
+def search_command(
+    query: str,
+    namespace: str | None,
+    top_k: int,
+    types: str | None,
+    exclude_documents: tuple[str, ...],
+    as_json: bool,
+    mode: str,
+    budget: int,
+) -> None:
+    """Search the published revision: ranked results with citations (classic), or cited
+    evidence under a token budget (agentic)."""
+    if mode == "agentic":
+        _agentic_search(query, namespace, top_k, types, exclude_documents, as_json, budget)
+        return
+    from corpus_pipeline.contracts.search import SearchRequest
+    from query_service.retrieval.classic import classic_search
+
+    settings = read_settings(namespace)
+    try:
+        request = SearchRequest(
+            query=query,
+            namespace=namespace or settings.namespace,
+            top_k=top_k,
+            chunk_types=_parse_types(types),  # type: ignore[arg-type]
+            exclude_document_ids=list(exclude_documents),
+        )
+    except ValidationError as exc:
+        raise _invalid_request(exc) from exc
+    revision = _open_published(settings, request.namespace)
+    response = classic_search(revision, request)
+    if as_json:
+        click.echo(response.model_dump_json(indent=2))
+        return
+    console.print(
+        f"[dim]{len(response.results)} results for[/] {query!r} [dim]in '{response.namespace}' "
+        f"revision {response.revision} ({response.took_ms:.1f} ms)[/]"
+    )
+    for rank, r in enumerate(response.results, 1):
+        where = " > ".join(r.section_path) or "(document start)"
+        pages = f" p.{','.join(map(str, r.pages))}" if r.pages else ""
+        console.print(
+            f"\n[bold]{rank}.[/] [cyan]{r.source_file_name}[/]{pages} — {where} [dim]({r.chunk_type.value}, score {r.score:.4f}, {r.chunk_id})[/]"
+        )
+        text = r.content if len(r.content) <= 400 else r.content[:400] + " …"
+        console.print(text, markup=False)
+        if len(r.occurrences) > 1:
+            others = ", ".join(
+                f"{o.source_file_name}: {' > '.join(o.section_path)}" for o in r.occurrences[1:]
+            )
+            console.print(f"[dim]also in: {others}[/]")
+
+
+def _agentic_search(
+    query: str,
+    namespace: str | None,
+    top_k: int,
+    types: str | None,
+    exclude_documents: tuple[str, ...],
+    as_json: bool,
+    budget: int,
+) -> None:
+    from corpus_pipeline.contracts.agentic import AgenticRequest
+    from query_service.retrieval.agentic import BudgetTooSmall, agentic_search
+    from query_service.retrieval.planner import make_navigator, make_planner
+    from query_service.snapshot.records import RunRecorder
+
+    settings = read_settings(namespace)
+    try:
+        request = AgenticRequest(
+            mode="agentic",
+            query=query,
+            namespace=namespace or settings.namespace,
+            top_k=top_k,
+            token_budget=budget,
+            chunk_types=_parse_types(types),  # type: ignore[arg-type]
+            exclude_document_ids=list(exclude_documents),
+        )
+    except ValidationError as exc:
+        raise _invalid_request(exc) from exc
+    revision = _open_published(settings, request.namespace)
+    planner, model_tokens = make_planner(ServiceSettings(home=settings.home))
+    recorder = RunRecorder(settings.home / "runs", request.namespace)
+    try:
+        navigator = make_navigator(ServiceSettings(home=settings.home))
+        response = agentic_search(revision, request, planner, recorder, model_tokens, navigator)
+    except BudgetTooSmall as exc:
+        raise click.UsageError(f"budget: {exc}") from exc
+    recorder.write()
+    if as_json:
+        click.echo(response.model_dump_json(indent=2))
+        return
+    console.print(response.evidence_text, markup=False)
+    steps = ", ".join(f"{p.id} {p.status} ({p.tokens} tokens)" for p in response.plan)
+    console.print(
+        f"\n[dim]plan ({response.planner}): {steps}; budget {response.budget.used}/{response.budget.limit}; "
+        f"stop: {response.stop_reason}; {len(response.results)} results, {len(response.fallback_results)} fallback[/]"
+    )
+
+
+@click.command("runs")
+@click.option("--namespace", "-n", default=None)
+@click.option("--limit", default=20, show_default=True, type=int)
+def runs_command(namespace: str | None, limit: int) -> None:
+    """List recent agentic runs (append-only records under $CORPUS_HOME/runs)."""
+    from query_service.snapshot.records import read_runs
+
+    settings = read_settings()
+    table = read_runs(settings.home / "runs", namespace)
+    rows = [r for r in table.to_pylist() if r["record_type"] == "run"]
+    rows.sort(key=lambda r: r["created_at"], reverse=True)
+    out = Table(title=f"{len(rows)} runs")
+    for col in ("created_at", "run_id", "query", "tokens", "latency ms", "outcome"):
+        out.add_column(col, overflow="fold")
+    for r in rows[:limit]:
+        query = json.loads(r["inputs"]).get("query", "")
+        outcome = json.loads(r["outputs"]).get("stop_reason", "")
+        out.add_row(
+            str(r["created_at"])[:19],
+            r["run_id"],
+            query[:60],
+            str(r["tokens"]),
+            f"{r['latency_ms']:.0f}",
+            outcome,
+        )
+    console.print(out)
+
+
+COMMANDS = [search_command, runs_command]

@@ -1,0 +1,72 @@
+"""The query API's dependencies, and the one place a presented key becomes a principal for
+HTTP and MCP alike: REST routes (`PrincipalDep`), the MCP endpoint over HTTP
+(`scope_principal`) and MCP over stdio (`key_principal`) all resolve keys through
+`corpus_pipeline.access.keys.principal_for_authorization` with the service's resolver."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Depends, Header, Path, Query, Request
+
+from corpus_pipeline.access.keys import KeyResolver, principal_for_authorization
+from corpus_pipeline.contracts.api import NAMESPACE_PATTERN
+from corpus_pipeline.contracts.keys import Principal
+from query_service.service import QueryService
+
+T = TypeVar("T")
+
+
+async def get_service(request: Request) -> QueryService:
+    service: QueryService = request.app.state.service
+    return service
+
+
+async def require_principal(
+    request: Request,
+    authorization: Annotated[str | None, Header()] = None,
+    x_api_key: Annotated[str | None, Header()] = None,
+) -> Principal:
+    """The request's principal (the dependency of every keyed route): 401 or 503 otherwise."""
+    service: QueryService = request.app.state.service
+    return principal_for_authorization(
+        service.keys,
+        authorization,
+        x_api_key,
+        what=f"{request.method} {request.url.path}",
+        client=request.client.host if request.client else None,
+    )
+
+
+def scope_principal(resolver: KeyResolver, scope: dict[str, Any]) -> Principal:
+    """The principal of an MCP request over HTTP (an ASGI scope): the same headers, resolved
+    the same way, as the REST routes."""
+    headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+    return principal_for_authorization(
+        resolver,
+        headers.get("authorization"),
+        headers.get("x-api-key"),
+        what=f"MCP {scope.get('method', '')} {scope.get('path', '')}",
+        client=scope["client"][0] if scope.get("client") else None,
+    )
+
+
+def key_principal(resolver: KeyResolver, api_key: str | None, what: str) -> Principal:
+    """The principal of MCP over stdio: CORPUS_API_KEY, presented as an `X-API-Key` would be
+    (resolved on every call, so a revoked key stops working)."""
+    return principal_for_authorization(resolver, None, api_key, what=what)
+
+
+ServiceDep = Annotated[QueryService, Depends(get_service)]
+PrincipalDep = Annotated[Principal, Depends(require_principal)]
+NamespaceParam = Annotated[str, Query(pattern=NAMESPACE_PATTERN, description="Namespace to read.")]
+DocumentIdParam = Annotated[str, Path(min_length=1, max_length=200)]
+
+
+async def run_blocking(service: QueryService, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` in the service's bounded worker pool, never on the event loop."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(service.executor, functools.partial(fn, *args))

@@ -1,0 +1,100 @@
+"""`/v1/documents`: the documents of a namespace, one document's detail, outline and
+neighbours, and the tables and images it holds (`resources`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import Response
+
+from corpus_pipeline.contracts.api import DocumentDetail, DocumentList, Neighbors, Outline
+from query_service.api.deps import (
+    DocumentIdParam,
+    NamespaceParam,
+    PrincipalDep,
+    ServiceDep,
+    run_blocking,
+)
+from query_service.api.errors import ERRORS
+from query_service.api.responses import revision_json
+
+router = APIRouter(tags=["documents"])
+
+
+@router.get("/v1/documents", response_model=DocumentList, responses=ERRORS)
+async def documents(
+    svc: ServiceDep,
+    principal: PrincipalDep,
+    namespace: NamespaceParam = "default",
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> Response:
+    response = await run_blocking(svc, svc.documents, principal, namespace, offset, limit)
+    return revision_json(response, response.revision)
+
+
+@router.get("/v1/documents/{document_id}", response_model=DocumentDetail, responses=ERRORS)
+async def document(
+    document_id: DocumentIdParam,
+    svc: ServiceDep,
+    principal: PrincipalDep,
+    namespace: NamespaceParam = "default",
+) -> Response:
+    response = await run_blocking(svc, svc.document, principal, namespace, document_id)
+    return revision_json(response, response.revision)
+
+
+@router.get("/v1/documents/{document_id}/outline", response_model=Outline, responses=ERRORS)
+async def outline(
+    document_id: DocumentIdParam,
+    svc: ServiceDep,
+    principal: PrincipalDep,
+    namespace: NamespaceParam = "default",
+) -> Response:
+    response = await run_blocking(svc, svc.outline, principal, namespace, document_id)
+    return revision_json(response, response.revision)
+
+
+@router.get("/v1/documents/{document_id}/neighbors", response_model=Neighbors, responses=ERRORS)
+async def neighbors(
+    document_id: DocumentIdParam,
+    svc: ServiceDep,
+    principal: PrincipalDep,
+    namespace: NamespaceParam = "default",
+) -> Response:
+    response = await run_blocking(svc, svc.neighbors, principal, namespace, document_id)
+    return revision_json(response, response.revision)
+
+
+@router.get(
+    "/v1/documents/{document_id}/resources/{ref:path}",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The stored file: image/png, image/jpeg, … or table HTML.",
+            "content": {"image/png": {}, "image/jpeg": {}, "text/html": {}},
+        },
+        **ERRORS,
+    },
+)
+async def resource(
+    document_id: DocumentIdParam,
+    ref: Annotated[str, Path(description="Relative ref, e.g. images/<phash>.png.")],
+    svc: ServiceDep,
+    principal: PrincipalDep,
+    namespace: NamespaceParam = "default",
+) -> Response:
+    """A table or image of a document, by the relative ref its results name (`url`)."""
+    found = await run_blocking(svc, svc.resource, principal, namespace, document_id, ref)
+    return Response(
+        content=found.data,
+        media_type=found.media_type,
+        headers={
+            "X-Corpus-Revision": str(found.revision),
+            "ETag": f'"{found.sha256}"',
+            # Document content: never sniffed or run as active content of this origin.
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+        },
+    )
