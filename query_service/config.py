@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from corpus_pipeline.common.settings import HomeLayout, HomePath
 
-class ServiceSettings(BaseSettings):
+
+class ServiceSettings(HomeLayout, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CORPUS_", env_file=".env", extra="ignore")
 
-    home: Path = Field(
+    home: HomePath = Field(
         default=Path("data/runtime"), description="Same CORPUS_HOME as the pipeline."
     )
     api_keys_file: Path | None = Field(
@@ -54,16 +56,3 @@ class ServiceSettings(BaseSettings):
     )
     llm_requests_per_minute: int = Field(default=60, ge=1)
     llm_timeout_seconds: float = Field(default=20.0, gt=0)
-
-    @field_validator("home", mode="after")
-    @classmethod
-    def _absolute(cls, value: Path) -> Path:
-        return value.expanduser().resolve()
-
-    @property
-    def published_dir(self) -> Path:
-        return self.home / "published"
-
-    @property
-    def keys_file(self) -> Path:
-        return self.api_keys_file or self.home / "service" / "api_keys.json"

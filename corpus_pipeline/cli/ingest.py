@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -21,6 +22,10 @@ from corpus_pipeline.cli.output import (
     fail,
     read_settings,
 )
+
+if TYPE_CHECKING:
+    from corpus_pipeline.common.settings import CorpusSettings
+    from corpus_pipeline.orchestration.runs import EmbedOutcome, IngestResult, PublishOutcome
 
 
 @click.command("ingest")
@@ -48,8 +53,35 @@ def ingest_command(
         from corpus_pipeline.pipeline import processes
 
         processes.start_forkserver()  # its imports overlap the pipeline's, next
-    from corpus_pipeline.orchestration.ingest import collect_files, ingest
     from corpus_pipeline.orchestration.runs import DocumentRuns
+
+    results = _ingest_with_progress(
+        paths, settings, namespace, organizational_unit, password, quiet=as_json
+    )
+    ns = namespace or settings.namespace
+    published, dense = DocumentRuns.of(settings).publish_processed(ns, results)
+    if as_json:
+        _print_json(results)
+    else:
+        _print_lines(results, settings, ns, published, dense)
+    if published is not None and published.error is not None:
+        fail("publish failed", published.error)
+    if any(r.status not in ("ok", "skipped") for r in results):
+        sys.exit(1)
+
+
+def _ingest_with_progress(
+    paths: tuple[Path, ...],
+    settings: CorpusSettings,
+    namespace: str | None,
+    organizational_unit: str | None,
+    password: str | None,
+    *,
+    quiet: bool,
+) -> list[IngestResult]:
+    """Every file of `paths` run, with a progress bar on stderr for two files or more (none
+    when `quiet`)."""
+    from corpus_pipeline.orchestration.ingest import collect_files, ingest
 
     with corpus_errors_as_usage():
         total = len(collect_files(paths))
@@ -61,11 +93,11 @@ def ingest_command(
         TextColumn("{task.description}"),
         console=err_console,
         transient=True,
-        disable=as_json or total < 2,
+        disable=quiet or total < 2,
     )
     with progress:
         task = progress.add_task("", total=total)
-        results = ingest(
+        return ingest(
             paths,
             settings,
             namespace,
@@ -73,66 +105,74 @@ def ingest_command(
             on_progress=lambda r: progress.update(task, advance=1, description=r.source_file_name),
             password=password,
         )
-    ns = namespace or settings.namespace
-    published, dense = DocumentRuns.of(settings).publish_processed(ns, results)
-    if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "source_file_name": r.source_file_name,
-                        "document_id": r.document_id,
-                        "status": r.status,
-                        "chunks": r.counts,
-                        "error": r.error,
-                        "skipped": r.skipped,
-                        "seconds": round(r.seconds, 3),
-                    }
-                    for r in results
-                ],
-                indent=2,
-            )
+
+
+def _print_json(results: list[IngestResult]) -> None:
+    """The per-file summary as JSON (`--json`)."""
+    click.echo(
+        json.dumps(
+            [
+                {
+                    "source_file_name": r.source_file_name,
+                    "document_id": r.document_id,
+                    "status": r.status,
+                    "chunks": r.counts,
+                    "error": r.error,
+                    "skipped": r.skipped,
+                    "seconds": round(r.seconds, 3),
+                }
+                for r in results
+            ],
+            indent=2,
         )
-    else:
-        for r in results:
-            if r.status == "ok":
-                counts = " ".join(
-                    f"{k}={r.counts.get(k, 0)}" for k in ("text", "table", "image", "sections")
-                )
-                console.print(
-                    f"[green]ok[/]     {r.document_id}  {escape(r.source_file_name)}  {counts}  "
-                    f"({r.seconds:.1f}s{_skipped_note(r.skipped)})"
-                )
-            elif r.status == "skipped":  # an archive member that is not a document
-                console.print(
-                    f"[yellow]skipped[/] {escape(r.source_file_name)}  {escape(r.error or '')}"
-                )
-            else:
-                console.print(
-                    f"[red]failed[/] {r.document_id or '-'}  {escape(r.source_file_name)}  "
-                    f"{escape(r.error or '')}"
-                )
-        ok = sum(r.status == "ok" for r in results)
-        documents = sum(r.status != "skipped" for r in results)
-        console.print(f"{ok}/{documents} documents in namespace '{ns}'")
-        console.print(f"artifacts: {settings.artifacts_dir}")
-        if dense is not None:
-            console.print(
-                f"dense: {dense.documents} documents, {dense.chunks} chunk vectors "
-                f"({dense.embedded} embedded now) in {dense.seconds:.1f}s"
-                + "".join(
-                    f"\n[red]not embedded[/] {d}  {escape(m)}" for d, m in dense.errors.items()
-                )
-            )
-        if published is not None and published.error is None:
-            console.print(
-                f"published: namespace '{ns}' revision {published.revision} ({published.documents} "
-                f"documents, {published.chunks} unique chunks) in {settings.published_dir / ns}"
-            )
-    if published is not None and published.error is not None:
-        fail("publish failed", published.error)
-    if any(r.status not in ("ok", "skipped") for r in results):
-        sys.exit(1)
+    )
+
+
+def _print_lines(
+    results: list[IngestResult],
+    settings: CorpusSettings,
+    ns: str,
+    published: PublishOutcome | None,
+    dense: EmbedOutcome | None,
+) -> None:
+    """One line per file, then the batch: documents ok, where the artifacts are, what was
+    embedded and the revision published."""
+    for r in results:
+        console.print(_result_line(r))
+    ok = sum(r.status == "ok" for r in results)
+    documents = sum(r.status != "skipped" for r in results)
+    console.print(f"{ok}/{documents} documents in namespace '{ns}'")
+    console.print(f"artifacts: {settings.artifacts_dir}")
+    if dense is not None:
+        console.print(
+            f"dense: {dense.documents} documents, {dense.chunks} chunk vectors "
+            f"({dense.embedded} embedded now) in {dense.seconds:.1f}s"
+            + "".join(f"\n[red]not embedded[/] {d}  {escape(m)}" for d, m in dense.errors.items())
+        )
+    if published is not None and published.error is None:
+        console.print(
+            f"published: namespace '{ns}' revision {published.revision} ({published.documents} "
+            f"documents, {published.chunks} unique chunks) in {settings.published_dir / ns}"
+        )
+
+
+def _result_line(r: IngestResult) -> str:
+    """A file's line: ok with its counts, skipped (an archive member that is not a document),
+    or failed with the reason."""
+    if r.status == "ok":
+        counts = " ".join(
+            f"{k}={r.counts.get(k, 0)}" for k in ("text", "table", "image", "sections")
+        )
+        return (
+            f"[green]ok[/]     {r.document_id}  {escape(r.source_file_name)}  {counts}  "
+            f"({r.seconds:.1f}s{_skipped_note(r.skipped)})"
+        )
+    if r.status == "skipped":  # an archive member that is not a document
+        return f"[yellow]skipped[/] {escape(r.source_file_name)}  {escape(r.error or '')}"
+    return (
+        f"[red]failed[/] {r.document_id or '-'}  {escape(r.source_file_name)}  "
+        f"{escape(r.error or '')}"
+    )
 
 
 def _skipped_note(skipped: dict[str, int]) -> str:

@@ -5,7 +5,7 @@ are imported inside the commands, keeping `corpus --help` fast."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 from pydantic import ValidationError
@@ -16,7 +16,11 @@ from corpus_pipeline.common.settings import CorpusSettings
 from query_service.config import ServiceSettings
 
 if TYPE_CHECKING:
+    from corpus_pipeline.contracts.agentic import AgenticRequest
+    from corpus_pipeline.contracts.search import SearchRequest
     from query_service.snapshot.revision import Revision
+
+R = TypeVar("R", "SearchRequest", "AgenticRequest")
 
 
 def _parse_types(value: str | None) -> list[str]:
@@ -30,6 +34,32 @@ def _invalid_request(exc: ValidationError) -> click.UsageError:
     first = exc.errors()[0]
     field = ".".join(str(p) for p in first["loc"]) or "request"
     return click.UsageError(f"{field}: {first['msg']}")
+
+
+def _prepared(
+    model: type[R],
+    query: str,
+    namespace: str | None,
+    top_k: int,
+    types: str | None,
+    exclude_documents: tuple[str, ...],
+    **fields: object,
+) -> tuple[CorpusSettings, R, Revision]:
+    """The settings, the request the options make (a usage error when it is invalid) and the
+    published revision of its namespace (a usage error when there is none)."""
+    settings = read_settings(namespace)
+    try:
+        request = model(
+            query=query,
+            namespace=namespace or settings.namespace,
+            top_k=top_k,
+            chunk_types=_parse_types(types),
+            exclude_document_ids=list(exclude_documents),
+            **fields,
+        )
+    except ValidationError as exc:
+        raise _invalid_request(exc) from exc
+    return settings, request, _open_published(settings, request.namespace)
 
 
 def _open_published(settings: CorpusSettings, namespace: str) -> Revision:
@@ -78,23 +108,26 @@ def search_command(
     """Search the published revision: ranked results with citations (classic), or cited
     evidence under a token budget (agentic)."""
     if mode == "agentic":
-        _agentic_search(query, namespace, top_k, types, exclude_documents, as_json, budget)
+        from corpus_pipeline.contracts.agentic import AgenticRequest
+
+        settings, agentic, revision = _prepared(
+            AgenticRequest,
+            query,
+            namespace,
+            top_k,
+            types,
+            exclude_documents,
+            mode="agentic",
+            token_budget=budget,
+        )
+        _agentic_search(settings, agentic, revision, as_json)
         return
     from corpus_pipeline.contracts.search import SearchRequest
     from query_service.retrieval.classic import classic_search
 
-    settings = read_settings(namespace)
-    try:
-        request = SearchRequest(
-            query=query,
-            namespace=namespace or settings.namespace,
-            top_k=top_k,
-            chunk_types=_parse_types(types),  # type: ignore[arg-type]
-            exclude_document_ids=list(exclude_documents),
-        )
-    except ValidationError as exc:
-        raise _invalid_request(exc) from exc
-    revision = _open_published(settings, request.namespace)
+    _, request, revision = _prepared(
+        SearchRequest, query, namespace, top_k, types, exclude_documents
+    )
     response = classic_search(revision, request)
     if as_json:
         click.echo(response.model_dump_json(indent=2))
@@ -119,33 +152,12 @@ def search_command(
 
 
 def _agentic_search(
-    query: str,
-    namespace: str | None,
-    top_k: int,
-    types: str | None,
-    exclude_documents: tuple[str, ...],
-    as_json: bool,
-    budget: int,
+    settings: CorpusSettings, request: AgenticRequest, revision: Revision, as_json: bool
 ) -> None:
-    from corpus_pipeline.contracts.agentic import AgenticRequest
     from query_service.retrieval.agentic import BudgetTooSmall, agentic_search
     from query_service.retrieval.planner import make_navigator, make_planner
     from query_service.snapshot.records import RunRecorder
 
-    settings = read_settings(namespace)
-    try:
-        request = AgenticRequest(
-            mode="agentic",
-            query=query,
-            namespace=namespace or settings.namespace,
-            top_k=top_k,
-            token_budget=budget,
-            chunk_types=_parse_types(types),  # type: ignore[arg-type]
-            exclude_document_ids=list(exclude_documents),
-        )
-    except ValidationError as exc:
-        raise _invalid_request(exc) from exc
-    revision = _open_published(settings, request.namespace)
     planner, model_tokens = make_planner(ServiceSettings(home=settings.home))
     recorder = RunRecorder(settings.home / "runs", request.namespace)
     try:

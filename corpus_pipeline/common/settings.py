@@ -6,9 +6,9 @@ No Dagster import here: the CLI's `debug` path and the query service read the sa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from corpus_pipeline.common.keypool import split_keys
@@ -37,7 +37,32 @@ class EmbeddingsRole(LLMRole):
     requests_per_minute: int = Field(default=60, ge=1)
 
 
-class CorpusSettings(BaseSettings):
+def _absolute(path: Path) -> Path:
+    return path.expanduser().resolve()
+
+
+# CORPUS_HOME as both services read it: absolute (`~` expanded, links resolved).
+HomePath = Annotated[Path, AfterValidator(_absolute)]
+
+
+class HomeLayout:
+    """What both services find below CORPUS_HOME: the published revisions and the API keys
+    (mixed into the pipeline's and the query service's settings, which agree on them)."""
+
+    if TYPE_CHECKING:
+        home: Path
+        api_keys_file: Path | None
+
+    @property
+    def published_dir(self) -> Path:
+        return self.home / "published"
+
+    @property
+    def keys_file(self) -> Path:
+        return self.api_keys_file or self.home / "service" / "api_keys.json"
+
+
+class CorpusSettings(HomeLayout, BaseSettings):
     """Runtime settings (environment variables `CORPUS_*`, or a `.env` file)."""
 
     model_config = SettingsConfigDict(
@@ -48,7 +73,9 @@ class CorpusSettings(BaseSettings):
         extra="ignore",
     )
 
-    home: Path = Field(default=Path("data/runtime"), description="Root of every runtime folder.")
+    home: HomePath = Field(
+        default=Path("data/runtime"), description="Root of every runtime folder."
+    )
     object_store_url: str = Field(
         default="",
         description="fsspec URL of the object store; default <home>/objects (s3://… for S3).",
@@ -123,11 +150,6 @@ class CorpusSettings(BaseSettings):
     embeddings: EmbeddingsRole = Field(default_factory=EmbeddingsRole)
     embeddings_dimension: int = Field(default=1536, gt=0)
 
-    @field_validator("home", mode="after")
-    @classmethod
-    def _absolute_home(cls, value: Path) -> Path:
-        return value.expanduser().resolve()
-
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> CorpusSettings:
         # A lease renewed less often than it lasts would run out under a live worker.
@@ -152,16 +174,8 @@ class CorpusSettings(BaseSettings):
         return self.home / "embeddings"
 
     @property
-    def published_dir(self) -> Path:
-        return self.home / "published"
-
-    @property
     def dagster_home(self) -> Path:
         return self.home / "dagster"
-
-    @property
-    def keys_file(self) -> Path:
-        return self.api_keys_file or self.home / "service" / "api_keys.json"
 
     def role(self, name: str) -> LLMRole:
         """A role's settings with the shared endpoint and key filled in where unset."""

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from corpus_pipeline.contracts.artifacts import ChunkType
+from corpus_pipeline.contracts.base import Contract
 from corpus_pipeline.contracts.search import (
     ChunkTypes,
+    CitedChunk,
     Location,
     QueryText,
     Resource,
@@ -18,11 +20,7 @@ from corpus_pipeline.contracts.search import (
 MAX_PLAN_STEPS = 8
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PlanStep(_Model):
+class PlanStep(Contract):
     """One retrieval step. There is deliberately no 'answer' step type: retrieval only."""
 
     id: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
@@ -32,12 +30,12 @@ class PlanStep(_Model):
     chunk_types: list[ChunkType] = Field(default_factory=lambda: list(ChunkType), min_length=1)
 
 
-class Plan(_Model):
+class Plan(Contract):
     steps: list[PlanStep] = Field(min_length=1, max_length=MAX_PLAN_STEPS)
     planner: str = Field(description="rule, llm, or rule (fallback: …)")
 
 
-class AgenticRequest(_Model):
+class AgenticRequest(Contract):
     mode: Literal["agentic"]
     query: QueryText
     namespace: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -57,18 +55,7 @@ class AgenticRequest(_Model):
     max_breadth: int = Field(default=4, ge=1, le=20, description="Sections opened per step.")
 
 
-class AgenticResult(_Model):
-    content: str
-    chunk_type: ChunkType
-    document_id: str
-    chunk_id: str
-    source_file_name: str
-    section_path: list[str]
-    section_id: str | None = Field(
-        default=None,
-        description="Id of the section in its document (titles may repeat; ids do not).",
-    )
-    pages: list[int]
+class AgenticResult(CitedChunk):
     agent_score: float = Field(
         description=(
             "Reading priority: a discovery hit 2 + 1/(rank + 1) (the whole question's hits rank "
@@ -84,7 +71,7 @@ class AgenticResult(_Model):
     resource: Resource | None = None
 
 
-class StepReport(_Model):
+class StepReport(Contract):
     id: str
     query: str
     depends_on: list[str]
@@ -95,7 +82,7 @@ class StepReport(_Model):
     error: str | None = None
 
 
-class BudgetReport(_Model):
+class BudgetReport(Contract):
     limit: int
     used: int = Field(description="Tokens of this whole serialized response plus model calls.")
     per_step: dict[str, int]
@@ -106,7 +93,7 @@ class BudgetReport(_Model):
     )
 
 
-class AgenticResponse(_Model):
+class AgenticResponse(Contract):
     query: str
     namespace: str
     revision: int

@@ -5,19 +5,16 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from corpus_pipeline.contracts.artifacts import ChunkType, DocNav, Manifest
+from corpus_pipeline.contracts.base import Contract, SectionId
 from corpus_pipeline.contracts.search import Resource
 
 NAMESPACE_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class DocumentSummary(_Model):
+class DocumentSummary(Contract):
     document_id: str
     namespace: str
     source_file_name: str
@@ -39,7 +36,7 @@ class DocumentSummary(_Model):
     updated_at: datetime
 
 
-class DocumentList(_Model):
+class DocumentList(Contract):
     namespace: str
     revision: int
     total: int
@@ -48,14 +45,14 @@ class DocumentList(_Model):
     items: list[DocumentSummary]
 
 
-class DocumentDetail(_Model):
+class DocumentDetail(Contract):
     revision: int
     document: DocumentSummary
     manifest: Manifest
     nav: DocNav
 
 
-class OutlineSection(_Model):
+class OutlineSection(Contract):
     section_id: str
     title: str
     path: list[str]
@@ -64,7 +61,7 @@ class OutlineSection(_Model):
     children: list[OutlineSection] = Field(default_factory=list)
 
 
-class Outline(_Model):
+class Outline(Contract):
     revision: int
     document_id: str
     title: str
@@ -72,7 +69,7 @@ class Outline(_Model):
     sections: list[OutlineSection]
 
 
-class ReadRef(_Model):
+class ReadRef(Contract):
     """Either a chunk id, or a section: document id plus the section's id (exactly one section,
     from the outline or a result) or its heading path from the root (every section with that
     path: titles may repeat)."""
@@ -97,22 +94,19 @@ class ReadRef(_Model):
         return self
 
 
-class ReadRequest(_Model):
+class ReadRequest(Contract):
     namespace: str = Field(default="default", pattern=NAMESPACE_PATTERN)
     refs: list[ReadRef] = Field(min_length=1, max_length=100)
     max_chunks_per_ref: int = Field(default=50, ge=1, le=500)
 
 
-class ReadChunk(_Model):
+class ReadChunk(Contract):
     chunk_id: str
     chunk_type: ChunkType
     document_id: str
     source_file_name: str
     section_path: list[str]
-    section_id: str | None = Field(
-        default=None,
-        description="Id of the section in its document (titles may repeat; ids do not).",
-    )
+    section_id: SectionId = None
     pages: list[int]
     content: str = Field(
         description="Content with embedded tables (HTML) and images rendered in place."
@@ -122,7 +116,7 @@ class ReadChunk(_Model):
     )
 
 
-class ReadItem(_Model):
+class ReadItem(Contract):
     ref: ReadRef
     status: Literal["ok", "not_found"]
     message: str | None = None
@@ -130,13 +124,13 @@ class ReadItem(_Model):
     chunks: list[ReadChunk] = Field(default_factory=list)
 
 
-class ReadResponse(_Model):
+class ReadResponse(Contract):
     namespace: str
     revision: int
     items: list[ReadItem]
 
 
-class Neighbor(_Model):
+class Neighbor(Contract):
     document_id: str
     title: str
     source_file_name: str
@@ -145,13 +139,13 @@ class Neighbor(_Model):
     shared_keywords: list[str]
 
 
-class Neighbors(_Model):
+class Neighbors(Contract):
     revision: int
     document_id: str
     neighbors: list[Neighbor]
 
 
-class NamespaceInfo(_Model):
+class NamespaceInfo(Contract):
     namespace: str
     revision: int
     documents: int
@@ -159,11 +153,11 @@ class NamespaceInfo(_Model):
     published_at: datetime
 
 
-class Namespaces(_Model):
+class Namespaces(Contract):
     namespaces: list[NamespaceInfo]
 
 
-class FilterValues(_Model):
+class FilterValues(Contract):
     namespace: str
     revision: int
     document_type: list[str]
@@ -179,7 +173,7 @@ class FilterValues(_Model):
     )
 
 
-class NamespaceCache(_Model):
+class NamespaceCache(Contract):
     """One namespace's share of the answer cache."""
 
     namespace: str
@@ -189,7 +183,7 @@ class NamespaceCache(_Model):
     misses: int = 0
 
 
-class CacheStats(_Model):
+class CacheStats(Contract):
     """The answer cache of the server process that answered (each process has its own), for
     the namespaces the key may read only."""
 
@@ -198,12 +192,12 @@ class CacheStats(_Model):
     max_bytes: int
 
 
-class Health(_Model):
+class Health(Contract):
     """Ok or not, nothing else: anyone may ask."""
 
     status: Literal["ok", "loading"]
 
 
-class ErrorBody(_Model):
+class ErrorBody(Contract):
     detail: str
     field: str | None = None

@@ -8,15 +8,18 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from corpus_pipeline.contracts.base import Contract
 from corpus_pipeline.contracts.profile import DocumentProfile
 
 SCHEMA_VERSION: Literal["1.0"] = "1.0"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+class _Model(Contract):
+    """A contract of the on-disk format: an aliased field may be given by its name too."""
+
+    model_config = ConfigDict(populate_by_name=True)
 
 
 class ChunkType(StrEnum):

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from corpus_pipeline.contracts.base import FrozenModel
 
 EMBEDDINGS_FILE = "embeddings.parquet"  # in a document's directory: chunk_id, vector
 
 
-class EmbeddingSpec(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class EmbeddingSpec(FrozenModel):
     provider: Literal["local", "endpoint"]
     model: str = Field(min_length=1)
     dimension: int = Field(gt=0)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from corpus_pipeline.contracts.base import FrozenModel
+
 
 class KeyEntry(BaseModel):
     """One key of the key file: its hash (or the key in clear) and what it may do."""
@@ -54,10 +56,8 @@ class KeyFileError(ValueError):
     """The key file cannot be used; the message names the file and the field."""
 
 
-class Principal(BaseModel):
+class Principal(FrozenModel):
     """Who a request is, and the namespaces it may read and change."""
-
-    model_config = ConfigDict(frozen=True)
 
     name: str
     namespaces: frozenset[str]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from corpus_pipeline.contracts.base import FrozenModel
 
 
 class FileFormat(StrEnum):
@@ -25,10 +27,8 @@ class FileFormat(StrEnum):
     UNKNOWN = "unknown"
 
 
-class RoutingDecision(BaseModel):
+class RoutingDecision(FrozenModel):
     """Which parser strategy runs, and the evidence for it."""
-
-    model_config = ConfigDict(frozen=True)
 
     strategy: str = Field(description="Parser strategy name, e.g. 'docx', 'markdown'.")
     reason: str = Field(description="Human-readable evidence for the choice.")
@@ -37,10 +37,8 @@ class RoutingDecision(BaseModel):
 PdfCategory = Literal["general", "slides", "scan", "atlas"]
 
 
-class PdfTocEntry(BaseModel):
+class PdfTocEntry(FrozenModel):
     """One entry of the embedded outline (bookmarks)."""
-
-    model_config = ConfigDict(frozen=True)
 
     level: int = Field(ge=1)
     title: str
@@ -48,10 +46,8 @@ class PdfTocEntry(BaseModel):
     y: float | None = Field(default=None, description="Target y (points from the top), if known.")
 
 
-class PdfPageFacts(BaseModel):
+class PdfPageFacts(FrozenModel):
     """Cheap facts about one sampled page (only sampled pages are listed)."""
-
-    model_config = ConfigDict(frozen=True)
 
     page: int = Field(ge=1)
     width: float
@@ -64,10 +60,8 @@ class PdfPageFacts(BaseModel):
     table_likely: bool = False
 
 
-class PdfProfile(BaseModel):
+class PdfProfile(FrozenModel):
     """PDF-specific evidence: drives routing (`category`) and the parser's split plan."""
-
-    model_config = ConfigDict(frozen=True)
 
     page_count: int = Field(ge=0)
     encrypted: bool = False
@@ -106,10 +100,8 @@ class PdfProfile(BaseModel):
     ms_per_page: float = Field(default=0.0, ge=0, description="Profiling cost per sampled page.")
 
 
-class DocumentProfile(BaseModel):
+class DocumentProfile(FrozenModel):
     """Cheap structural facts about a file, gathered before parsing."""
-
-    model_config = ConfigDict(frozen=True)
 
     format: FileFormat
     media_type: str

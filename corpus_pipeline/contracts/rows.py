@@ -11,6 +11,8 @@ from enum import StrEnum
 import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from corpus_pipeline.contracts.base import FrozenModel
+
 
 class RowType(StrEnum):
     """What a row is; the chunker decides segment types from this."""
@@ -24,20 +26,26 @@ class RowType(StrEnum):
     TOC = "toc"
 
 
-class LinkSpan(BaseModel):
+class LinkSpan(FrozenModel):
     """A non-embedded link inside a row's text (becomes a `related` connection)."""
-
-    model_config = ConfigDict(frozen=True)
 
     start: int = Field(ge=0, description="Character offset of the link text in `text`.")
     end: int = Field(ge=0, description="End offset (exclusive).")
     target: str = Field(description="The link target as written in the source (URL or anchor).")
 
 
-class ParsedRow(BaseModel):
-    """One block of a document in reading order."""
+def trimmed_link(text: str, start: int, end: int, target: str) -> LinkSpan | None:
+    """The link over `text[start:end]` without the whitespace at its ends; None when nothing
+    but whitespace is left."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return LinkSpan(start=start, end=end, target=target) if end > start else None
 
-    model_config = ConfigDict(frozen=True)
+
+class ParsedRow(FrozenModel):
+    """One block of a document in reading order."""
 
     order: int = Field(ge=0, description="0-based position in reading order.")
     row_type: RowType

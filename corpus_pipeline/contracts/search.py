@@ -8,9 +8,10 @@ from datetime import date, datetime
 from typing import Annotated, Literal
 from urllib.parse import quote
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from corpus_pipeline.contracts.artifacts import ChunkType
+from corpus_pipeline.contracts.base import Contract, SectionId
 
 CHANNELS = (
     "path",
@@ -45,11 +46,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 RRF_K = 60
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RevisionPointer(_Model):
+class RevisionPointer(Contract):
     """What a published revision consists of; the namespace's CURRENT file holds one."""
 
     namespace: str
@@ -65,7 +62,7 @@ class RevisionPointer(_Model):
     chunks: int = Field(ge=0, description="Unique chunks (after cross-document dedupe).")
 
 
-class RevisionFile(_Model):
+class RevisionFile(Contract):
     """One file of a published revision as mirrored in the object store."""
 
     path: str = Field(description="Where the file lives below the namespace folder on disk.")
@@ -76,7 +73,7 @@ class RevisionFile(_Model):
     )
 
 
-class RevisionFiles(_Model):
+class RevisionFiles(Contract):
     """Every file a replica needs to open one revision (written before the remote CURRENT)."""
 
     namespace: str
@@ -102,7 +99,7 @@ ChunkTypes = Annotated[list[ChunkType], AfterValidator(_types_not_empty)]
 _FilterList = list[str] | None
 
 
-class SearchFilters(_Model):
+class SearchFilters(Contract):
     """OR within one field, AND across fields. A place whose document has no value for a
     filtered field never matches. An empty list is an error, never 'match everything'."""
 
@@ -172,7 +169,7 @@ class SearchFilters(_Model):
         return all(getattr(self, name) is None for name in type(self).model_fields)
 
 
-class SearchRequest(_Model):
+class SearchRequest(Contract):
     mode: Literal["classic"] = Field(default="classic", description="Retrieval mode.")
     query: QueryText
     namespace: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -209,16 +206,13 @@ class SearchRequest(_Model):
         return value
 
 
-class Location(_Model):
+class Location(Contract):
     """One place where a chunk's content occurs."""
 
     document_id: str
     source_file_name: str
     section_path: list[str]
-    section_id: str | None = Field(
-        default=None,
-        description="Id of the section in its document (titles may repeat; ids do not).",
-    )
+    section_id: SectionId = None
     pages: list[int] = Field(default_factory=list)
 
 
@@ -231,7 +225,7 @@ def resource_url(namespace: str, document_id: str, ref: str) -> str:
     )
 
 
-class Resource(_Model):
+class Resource(Contract):
     """A table or image of a result, addressed by its document and relative ref — never by a
     server path, which a remote agent could not open and which would reveal the server layout."""
 
@@ -267,18 +261,20 @@ def is_relative_ref(ref: str) -> bool:
     )
 
 
-class SearchResult(_Model):
+class CitedChunk(Contract):
+    """A chunk a search returns and where it stands: the fields every kind of result opens with."""
+
     content: str
     chunk_type: ChunkType
     document_id: str
     chunk_id: str
     source_file_name: str
     section_path: list[str]
-    section_id: str | None = Field(
-        default=None,
-        description="Id of the section in its document (titles may repeat; ids do not).",
-    )
+    section_id: SectionId = None
     pages: list[int]
+
+
+class SearchResult(CitedChunk):
     score: float = Field(description="Fused discovery score (weighted reciprocal rank fusion).")
     channels: dict[str, int] = Field(
         default_factory=dict, description="Channel → 0-based rank where it ranked."
@@ -289,7 +285,7 @@ class SearchResult(_Model):
     resource: Resource | None = None
 
 
-class SearchResponse(_Model):
+class SearchResponse(Contract):
     query: str
     namespace: str
     revision: int

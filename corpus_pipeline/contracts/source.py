@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import date, datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from corpus_pipeline.contracts.base import FrozenModel
 
 
 class SourceKind(StrEnum):
@@ -17,10 +19,8 @@ class SourceKind(StrEnum):
     CLI = "cli"
 
 
-class SourceRecord(BaseModel):
+class SourceRecord(FrozenModel):
     """Identity and storage location of one document's current source object."""
-
-    model_config = ConfigDict(frozen=True)
 
     document_id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,127}$")
     namespace: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")

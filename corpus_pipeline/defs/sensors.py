@@ -67,25 +67,51 @@ _ACTIVE = [
 ]
 
 
+_SensorBody = Callable[[dg.SensorEvaluationContext, Callable[[], CorpusSettings]], dg.SensorResult]
+
+
+def _corpus_sensor(
+    description: str, *, interval: int = 30, **targets: Any
+) -> Callable[[_SensorBody], dg.SensorDefinition]:
+    """A sensor of the corpus, running from the start; its body is given the tick's context
+    and the settings (the environment's with the resources' values on top), resolved when the
+    body asks for them. `targets`: the `job` or `jobs` it requests runs of."""
+
+    def define(body: _SensorBody) -> dg.SensorDefinition:
+        @dg.sensor(
+            name=body.__name__,
+            minimum_interval_seconds=interval,
+            default_status=dg.DefaultSensorStatus.RUNNING,
+            description=description,
+            **targets,
+        )
+        def sensor(
+            context: dg.SensorEvaluationContext,
+            corpus: CorpusRootResource,
+            object_store: ObjectStoreResource,
+            models: ModelSettingsResource,
+        ) -> dg.SensorResult:
+            return body(context, lambda: resolve_settings(corpus, object_store, models))
+
+        return sensor
+
+    return define
+
+
 def _cursor_entries(cursor: str | None, root: Any) -> dict[str, FolderEntry]:
     files = json.loads(cursor).get("files", {}) if cursor else {}
     return {a: FolderEntry(root / a, int(m), int(s), str(h)) for a, (m, s, h) in files.items()}
 
 
-@dg.sensor(
-    jobs=[reprocess_documents, publish_revision],
-    minimum_interval_seconds=30,
-    default_status=dg.DefaultSensorStatus.RUNNING,  # `make dev` watches data/inbox/ at once
-    description="Syncs the inbox folder into the corpus: new and changed files are stored and "
+@_corpus_sensor(  # running from the start: `make dev` watches data/inbox/ at once
+    "Syncs the inbox folder into the corpus: new and changed files are stored and "
     "processed (batched runs over their partitions), vanished ones removed; counts per tick in its log.",
+    jobs=[reprocess_documents, publish_revision],
 )
 def inbox_sensor(
-    context: dg.SensorEvaluationContext,
-    corpus: CorpusRootResource,
-    object_store: ObjectStoreResource,
-    models: ModelSettingsResource,
+    context: dg.SensorEvaluationContext, resolved: Callable[[], CorpusSettings]
 ) -> dg.SensorResult:
-    settings = resolve_settings(corpus, object_store, models)
+    settings = resolved()
     root = settings.inbox_dir
     previous = _cursor_entries(context.cursor, root)
     entries, complete = scan_folder(root, previous)
@@ -111,20 +137,16 @@ def inbox_sensor(
     return tick.result(json.dumps(cursor))
 
 
-@dg.sensor(
-    jobs=[reprocess_documents, publish_revision],
-    minimum_interval_seconds=60,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Syncs CORPUS_S3_SYNC_URL (s3://bucket/prefix) like the inbox: the ETag decides "
+@_corpus_sensor(
+    "Syncs CORPUS_S3_SYNC_URL (s3://bucket/prefix) like the inbox: the ETag decides "
     "what changed before anything is downloaded.",
+    interval=60,
+    jobs=[reprocess_documents, publish_revision],
 )
 def s3_sensor(
-    context: dg.SensorEvaluationContext,
-    corpus: CorpusRootResource,
-    object_store: ObjectStoreResource,
-    models: ModelSettingsResource,
+    context: dg.SensorEvaluationContext, resolved: Callable[[], CorpusSettings]
 ) -> dg.SensorResult:
-    settings = resolve_settings(corpus, object_store, models)
+    settings = resolved()
     if not settings.s3_sync_url:
         return dg.SensorResult(skip_reason="no bucket to sync (CORPUS_S3_SYNC_URL is empty)")
     previous: dict[str, str] = (
@@ -325,19 +347,14 @@ def _published_at(instance: dg.DagsterInstance, namespace: str) -> int:
     return page.records[0].storage_id if page.records else 0
 
 
-@dg.sensor(
-    job=publish_revision,
-    minimum_interval_seconds=30,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Publishes the revision of every namespace whose documents (or vectors) were "
+@_corpus_sensor(
+    "Publishes the revision of every namespace whose documents (or vectors) were "
     "materialised after its last publish, whatever started the run, once no document run is "
     "queued or running.",
+    job=publish_revision,
 )
 def publish_sensor(
-    context: dg.SensorEvaluationContext,
-    corpus: CorpusRootResource,
-    object_store: ObjectStoreResource,
-    models: ModelSettingsResource,
+    context: dg.SensorEvaluationContext, resolved: Callable[[], CorpusSettings]
 ) -> dg.SensorResult:
     instance = context.instance
     active = instance.get_runs(dg.RunsFilter(statuses=_ACTIVE), limit=500)
@@ -347,7 +364,7 @@ def publish_sensor(
     if not newest:
         return dg.SensorResult(skip_reason="no document materialised since the last publish")
     # The namespace belongs to the document (its registry record), not to the run's tags.
-    registry = registry_for(resolve_settings(corpus, object_store, models))
+    registry = registry_for(resolved())
     touched: dict[str, int] = {}
     for document_id, storage_id in newest.items():
         try:
@@ -372,20 +389,15 @@ def publish_sensor(
     )
 
 
-@dg.sensor(
-    job=embed_documents,
-    minimum_interval_seconds=30,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="With the dense channel on (CORPUS_DENSE), embeds every document materialised "
+@_corpus_sensor(
+    "With the dense channel on (CORPUS_DENSE), embeds every document materialised "
     "since the last tick (whatever ran it), in range runs; publishing then adds their vectors.",
+    job=embed_documents,
 )
 def embeddings_sensor(
-    context: dg.SensorEvaluationContext,
-    corpus: CorpusRootResource,
-    object_store: ObjectStoreResource,
-    models: ModelSettingsResource,
+    context: dg.SensorEvaluationContext, resolved: Callable[[], CorpusSettings]
 ) -> dg.SensorResult:
-    settings = resolve_settings(corpus, object_store, models)
+    settings = resolved()
     newest, cursor = _materialised_since(
         context.instance, context.cursor, (dg.AssetKey("document_manifest"),)
     )

@@ -76,7 +76,13 @@ def interrupted_message(source_file_name: str, attempts: int) -> str:
 
 class JobStore(ABC):
     """The job table; `lease_seconds` is how long a claim holds without a renewal,
-    `max_attempts` how many interrupted attempts a job gets before it fails."""
+    `max_attempts` how many interrupted attempts a job gets before it fails.
+
+    A backend names its table and its SQL parameter mark, and runs one statement
+    (`_changed`, `_returned`); the statements both dialects share are written once here."""
+
+    _table: str
+    _mark: str
 
     def __init__(self, lease_seconds: float = 60.0, max_attempts: int = 3) -> None:
         self.lease_seconds = lease_seconds
@@ -102,7 +108,6 @@ class JobStore(ABC):
     def renew(self, job_id: str, owner: str) -> bool:
         """Extend the lease by `lease_seconds`; False when `owner` no longer holds it."""
 
-    @abstractmethod
     def finish(
         self,
         job_id: str,
@@ -112,6 +117,22 @@ class JobStore(ABC):
     ) -> bool:
         """`done` (or `error` with `error_message`); with `owner`, only while that claim still
         holds the job (a worker whose lease ran out and was taken over records nothing)."""
+        m = self._mark
+        held = "" if owner is None else f" and lease_owner = {m} and status = 'processing'"
+        changed = self._changed(
+            f"update {self._table} set status = {m}, error_message = {m}, revision = {m},"
+            f" finished_at = {m}, lease_owner = null, lease_expires_at = null"
+            f" where job_id = {m}{held}",
+            (
+                "error" if error_message else "done",
+                error_message,
+                revision,
+                _now(),
+                job_id,
+                *([] if owner is None else [owner]),
+            ),
+        )
+        return changed == 1
 
     @abstractmethod
     def release(self, job_id: str, owner: str) -> Job | None:
@@ -123,12 +144,26 @@ class JobStore(ABC):
         """Every `processing` job whose lease ran out, queued again or failed after
         `max_attempts` (as `release`); the jobs as they are now."""
 
-    @abstractmethod
     def requeue(self, job_id: str) -> Job | None:
         """A failed job queued again with its attempts reset (None when it is not in `error`)."""
+        return self._returned(
+            f"update {self._table} set status = 'queued', error_message = null, revision = null,"
+            " started_at = null, finished_at = null, attempts = 0, lease_owner = null,"
+            f" lease_expires_at = null where job_id = {self._mark} and status = 'error'"
+            " returning *",
+            (job_id,),
+        )
 
     @abstractmethod
     def counts(self, namespace: str) -> dict[str, int]: ...
+
+    @abstractmethod
+    def _changed(self, sql: str, params: tuple[Any, ...]) -> int:
+        """Run one statement (committed on its own); how many rows it changed."""
+
+    @abstractmethod
+    def _returned(self, sql: str, params: tuple[Any, ...]) -> Job | None:
+        """Run one statement (committed on its own); the job of the row it returns, if any."""
 
     def _after_interruption(self, attempts: int, source_file_name: str) -> tuple[str, str | None]:
         if attempts >= self.max_attempts:
@@ -164,6 +199,9 @@ class JobStore(ABC):
 class SQLiteJobStore(JobStore):
     """Jobs in one SQLite file (WAL): every write is one transaction under SQLite's write
     lock, so claims in any thread or process of this machine are atomic."""
+
+    _table = "jobs"
+    _mark = "?"
 
     def __init__(self, path: Path, lease_seconds: float = 60.0, max_attempts: int = 3) -> None:
         super().__init__(lease_seconds, max_attempts)
@@ -261,30 +299,6 @@ class SQLiteJobStore(JobStore):
             )
         return cursor.rowcount == 1
 
-    def finish(
-        self,
-        job_id: str,
-        error_message: str | None = None,
-        revision: int | None = None,
-        owner: str | None = None,
-    ) -> bool:
-        status = "error" if error_message else "done"
-        held = "" if owner is None else " and lease_owner = ? and status = 'processing'"
-        with self._connect() as db:
-            cursor = db.execute(
-                "update jobs set status = ?, error_message = ?, revision = ?, finished_at = ?,"
-                f" lease_owner = null, lease_expires_at = null where job_id = ?{held}",
-                (
-                    status,
-                    error_message,
-                    revision,
-                    _now(),
-                    job_id,
-                    *([] if owner is None else [owner]),
-                ),
-            )
-        return cursor.rowcount == 1
-
     def release(self, job_id: str, owner: str) -> Job | None:
         with self._transaction() as db:
             row = db.execute(
@@ -315,14 +329,14 @@ class SQLiteJobStore(JobStore):
         ).fetchone()
         return Job(**dict(updated))
 
-    def requeue(self, job_id: str) -> Job | None:
+    def _changed(self, sql: str, params: tuple[Any, ...]) -> int:
         with self._connect() as db:
-            row = db.execute(
-                "update jobs set status = 'queued', error_message = null, revision = null,"
-                " started_at = null, finished_at = null, attempts = 0, lease_owner = null,"
-                " lease_expires_at = null where job_id = ? and status = 'error' returning *",
-                (job_id,),
-            ).fetchone()
+            cursor = db.execute(sql, params)
+        return cursor.rowcount
+
+    def _returned(self, sql: str, params: tuple[Any, ...]) -> Job | None:
+        with self._connect() as db:
+            row = db.execute(sql, params).fetchone()
         return Job(**dict(row)) if row else None
 
     def counts(self, namespace: str) -> dict[str, int]:
@@ -344,6 +358,9 @@ class PostgresJobStore(JobStore):
     """Jobs in the table `corpus_jobs` of a PostgreSQL database (the deployment's Dagster
     database): upload-API processes on any machine share it. Leases run on the database's
     clock, so the machines' clocks need not agree."""
+
+    _table = "corpus_jobs"
+    _mark = "%s"
 
     def __init__(
         self, connection: Mapping[str, Any], lease_seconds: float = 60.0, max_attempts: int = 3
@@ -461,31 +478,6 @@ class PostgresJobStore(JobStore):
             )
             return bool(cur.rowcount == 1)
 
-    def finish(
-        self,
-        job_id: str,
-        error_message: str | None = None,
-        revision: int | None = None,
-        owner: str | None = None,
-    ) -> bool:
-        status = "error" if error_message else "done"
-        held = "" if owner is None else " and lease_owner = %s and status = 'processing'"
-        with self._cursor() as cur:
-            cur.execute(
-                "update corpus_jobs set status = %s, error_message = %s, revision = %s,"
-                " finished_at = %s, lease_owner = null, lease_expires_at = null"
-                f" where job_id = %s{held}",
-                (
-                    status,
-                    error_message,
-                    revision,
-                    _now(),
-                    job_id,
-                    *([] if owner is None else [owner]),
-                ),
-            )
-            return bool(cur.rowcount == 1)
-
     def release(self, job_id: str, owner: str) -> Job | None:
         with self._cursor() as cur:
             cur.execute(
@@ -519,14 +511,14 @@ class PostgresJobStore(JobStore):
         assert job is not None
         return job
 
-    def requeue(self, job_id: str) -> Job | None:
+    def _changed(self, sql: str, params: tuple[Any, ...]) -> int:
         with self._cursor() as cur:
-            cur.execute(
-                "update corpus_jobs set status = 'queued', error_message = null, revision = null,"
-                " started_at = null, finished_at = null, attempts = 0, lease_owner = null,"
-                " lease_expires_at = null where job_id = %s and status = 'error' returning *",
-                (job_id,),
-            )
+            cur.execute(sql, params)
+            return int(cur.rowcount)
+
+    def _returned(self, sql: str, params: tuple[Any, ...]) -> Job | None:
+        with self._cursor() as cur:
+            cur.execute(sql, params)
             return self._job(cur.fetchone())
 
     def counts(self, namespace: str) -> dict[str, int]:

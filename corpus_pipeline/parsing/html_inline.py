@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import lxml.html
 
 from corpus_pipeline.contracts import LinkSpan
+from corpus_pipeline.contracts.rows import trimmed_link
 
 HtmlElement = lxml.html.HtmlElement
 
@@ -110,13 +111,9 @@ class InlineText:
         links: list[LinkSpan] = []
         for raw_start, raw_end, target in self._links:
             start = max(raw_start - lead, 0)
-            end = min(raw_end - lead, len(text))
-            while start < end and text[start].isspace():
-                start += 1
-            while end > start and text[end - 1].isspace():
-                end -= 1
-            if end > start:
-                links.append(LinkSpan(start=start, end=end, target=target))
+            span = trimmed_link(text, start, min(raw_end - lead, len(text)), target)
+            if span is not None:
+                links.append(span)
         return text, links
 
     def _append(self, text: str) -> None:

@@ -390,6 +390,50 @@ def assemble_document(
     staging: Path,
 ) -> Manifest:
     """Lay out the fixed directory format in `staging` and write its manifest last."""
+    archived = _lay_out(staging, record, source_path, parsed, chunks, nav)
+    diagnostics = [*parsed.diagnostics, *chunks.diagnostics]
+    write_json(
+        staging / "diagnostics.json",
+        DiagnosticsFile(document_id=record.document_id, diagnostics=diagnostics),
+    )
+    chunk_list: list[Chunk] = read_chunks(chunks.chunks_path).chunks
+    files = _file_digests(staging)
+    headings = read_headings(parsed.stage_dir).headings
+    source_date = record.document_date.isoformat() if record.document_date else None
+    manifest = Manifest(
+        document_id=record.document_id,
+        namespace=record.namespace,
+        source_file_name=record.source_file_name,
+        title=parsed.title,
+        document_date=source_date or parsed.declared_date,
+        document_date_source="upload" if source_date else "file" if parsed.declared_date else None,
+        source=_source_info(record, profile, archived, source_date),
+        profile=profile,
+        parser=profile.routing.strategy,
+        pipeline_version=PIPELINE_VERSION,
+        timings={k: round(v, 4) for k, v in timings.items()},
+        statistics=_statistics(profile, parsed, chunks, nav, chunk_list),
+        page_labels=parsed.page_labels,
+        running_text=parsed.running_text,
+        subject=parsed.subject,
+        files=files,
+        hierarchy=compact_hierarchy(headings),
+        diagnostics_count=dict(sorted(Counter(d.level for d in diagnostics).items())),
+    )
+    write_json(staging / "manifest.json", manifest)
+    return manifest
+
+
+def _lay_out(
+    staging: Path,
+    record: SourceRecord,
+    source_path: Path,
+    parsed: ParseOutput,
+    chunks: ChunksOutput,
+    nav: NavOutput,
+) -> Path:
+    """The stages' files and the source copied into a fresh `staging`; the source's path in
+    it (`source/<file name>`)."""
     fresh_dir(staging)
     parse_dir = Path(parsed.stage_dir)
     for sub in ("tables", "images"):
@@ -405,69 +449,60 @@ def assemble_document(
     archived = Path("source") / Path(record.source_file_name).name
     (staging / "source").mkdir()
     shutil.copy2(source_path, staging / archived)
-    diagnostics = [*parsed.diagnostics, *chunks.diagnostics]
-    write_json(
-        staging / "diagnostics.json",
-        DiagnosticsFile(document_id=record.document_id, diagnostics=diagnostics),
-    )
-    chunk_list: list[Chunk] = read_chunks(chunks.chunks_path).chunks
-    files = {
+    return archived
+
+
+def _file_digests(staging: Path) -> dict[str, str]:
+    """Relative path → sha256 of every file under `staging`, in path order."""
+    return {
         p.relative_to(staging).as_posix(): _sha256_file(p)
         for p in sorted(staging.rglob("*"))
         if p.is_file()
     }
-    headings = read_headings(parse_dir).headings
-    source_date = record.document_date.isoformat() if record.document_date else None
-    manifest = Manifest(
-        document_id=record.document_id,
-        namespace=record.namespace,
+
+
+def _source_info(
+    record: SourceRecord, profile: DocumentProfile, archived: Path, source_date: str | None
+) -> SourceInfo:
+    return SourceInfo(
         source_file_name=record.source_file_name,
-        title=parsed.title,
-        document_date=source_date or parsed.declared_date,
-        document_date_source="upload" if source_date else "file" if parsed.declared_date else None,
-        source=SourceInfo(
-            source_file_name=record.source_file_name,
-            namespace=record.namespace,
-            object_key=record.object_key,
-            archived_path=archived.as_posix(),
-            sha256=record.sha256,
-            size_bytes=record.size_bytes,
-            media_type=profile.media_type,
-            format=profile.format.value,
-            source_kind=record.source_kind.value,
-            organizational_unit=record.organizational_unit,
-            document_date=source_date,
-        ),
-        profile=profile,
-        parser=profile.routing.strategy,
-        pipeline_version=PIPELINE_VERSION,
-        timings={k: round(v, 4) for k, v in timings.items()},
-        statistics=Statistics(
-            chunks=len(chunk_list),
-            text_chunks=chunks.counts.get("text", 0),
-            table_chunks=chunks.counts.get("table", 0),
-            image_chunks=chunks.counts.get("image", 0),
-            sections=nav.sections,
-            headings=parsed.headings,
-            tables=parsed.tables,
-            images=parsed.images,
-            image_files=parsed.image_files,
-            tokens=sum(c.metadata.tokens for c in chunk_list),
-            characters=sum(c.metadata.length for c in chunk_list),
-            rows=parsed.rows,
-            pages=profile.page_count,
-            pages_parsed=parsed.pages_parsed,
-            truncated=parsed.truncated,
-        ),
-        page_labels=parsed.page_labels,
-        running_text=parsed.running_text,
-        subject=parsed.subject,
-        files=files,
-        hierarchy=compact_hierarchy(headings),
-        diagnostics_count=dict(sorted(Counter(d.level for d in diagnostics).items())),
+        namespace=record.namespace,
+        object_key=record.object_key,
+        archived_path=archived.as_posix(),
+        sha256=record.sha256,
+        size_bytes=record.size_bytes,
+        media_type=profile.media_type,
+        format=profile.format.value,
+        source_kind=record.source_kind.value,
+        organizational_unit=record.organizational_unit,
+        document_date=source_date,
     )
-    write_json(staging / "manifest.json", manifest)
-    return manifest
+
+
+def _statistics(
+    profile: DocumentProfile,
+    parsed: ParseOutput,
+    chunks: ChunksOutput,
+    nav: NavOutput,
+    chunk_list: list[Chunk],
+) -> Statistics:
+    return Statistics(
+        chunks=len(chunk_list),
+        text_chunks=chunks.counts.get("text", 0),
+        table_chunks=chunks.counts.get("table", 0),
+        image_chunks=chunks.counts.get("image", 0),
+        sections=nav.sections,
+        headings=parsed.headings,
+        tables=parsed.tables,
+        images=parsed.images,
+        image_files=parsed.image_files,
+        tokens=sum(c.metadata.tokens for c in chunk_list),
+        characters=sum(c.metadata.length for c in chunk_list),
+        rows=parsed.rows,
+        pages=profile.page_count,
+        pages_parsed=parsed.pages_parsed,
+        truncated=parsed.truncated,
+    )
 
 
 def commit_document(staging: Path, final: Path) -> None:

@@ -141,7 +141,7 @@ class SourceRegistry:
 
     def register(
         self,
-        data: bytes,
+        data: bytes | Path,
         source_file_name: str,
         namespace: str,
         source_kind: SourceKind = SourceKind.CLI,
@@ -151,62 +151,14 @@ class SourceRegistry:
         document_id: str | None = None,
     ) -> SourceRecord:
         """Store the bytes durably, then record the document (bytes first: nothing dangles).
+        `data` is the bytes, or a local file, hashed and stored as a stream (the upload API:
+        its memory holds no document's bytes).
 
         The id is `document_id` when given (an explicit replacement), else derived from
         (namespace, name): registering a name again replaces its document. A replaced
         document's previous bytes are released (deleted unless another document holds them),
         so a replacement never leaves an unreferenced blob behind."""
-        return self._register(
-            sha256_bytes(data),
-            len(data),
-            lambda key: self.store.put_bytes(key, data),
-            source_file_name,
-            namespace,
-            source_kind,
-            organizational_unit,
-            document_date,
-            document_id,
-        )
-
-    def register_file(
-        self,
-        local: Path,
-        source_file_name: str,
-        namespace: str,
-        source_kind: SourceKind = SourceKind.CLI,
-        organizational_unit: str | None = None,
-        document_date: date | None = None,
-        *,
-        document_id: str | None = None,
-    ) -> SourceRecord:
-        """`register` from a local file, hashed and stored as a stream (the upload API: its
-        memory holds no document's bytes)."""
-        with local.open("rb") as handle:
-            sha = hashlib.file_digest(handle, "sha256").hexdigest()
-        return self._register(
-            sha,
-            local.stat().st_size,
-            lambda key: self.store.put_file(local, key),
-            source_file_name,
-            namespace,
-            source_kind,
-            organizational_unit,
-            document_date,
-            document_id,
-        )
-
-    def _register(
-        self,
-        sha: str,
-        size: int,
-        write: Callable[[str], None],
-        source_file_name: str,
-        namespace: str,
-        source_kind: SourceKind,
-        organizational_unit: str | None,
-        document_date: date | None,
-        document_id: str | None,
-    ) -> SourceRecord:
+        sha, size, write = self._content(data)
         key = blob_key(sha)
         if not self.store.exists(key):
             write(key)
@@ -233,6 +185,14 @@ class SourceRegistry:
         if previous is not None and previous.object_key != key:
             self._release(previous)
         return record
+
+    def _content(self, data: bytes | Path) -> tuple[str, int, Callable[[str], None]]:
+        """The SHA-256 and size of the bytes or of the local file, and how to store them."""
+        if isinstance(data, Path):
+            with data.open("rb") as handle:
+                sha = hashlib.file_digest(handle, "sha256").hexdigest()
+            return sha, data.stat().st_size, lambda key: self.store.put_file(data, key)
+        return sha256_bytes(data), len(data), lambda key: self.store.put_bytes(key, data)
 
     def find(self, document_id: str) -> SourceRecord | None:
         """The document's record, or None when it is not registered."""

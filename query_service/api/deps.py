@@ -10,9 +10,13 @@ import functools
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-from fastapi import Depends, Header, Path, Query, Request
+from fastapi import Depends, Path, Query, Request
 
-from corpus_pipeline.access.keys import KeyResolver, principal_for_authorization
+from corpus_pipeline.access.keys import (
+    KeyResolver,
+    principal_for_authorization,
+    require_principal,
+)
 from corpus_pipeline.contracts.api import NAMESPACE_PATTERN
 from corpus_pipeline.contracts.keys import Principal
 from query_service.service import QueryService
@@ -23,22 +27,6 @@ T = TypeVar("T")
 async def get_service(request: Request) -> QueryService:
     service: QueryService = request.app.state.service
     return service
-
-
-async def require_principal(
-    request: Request,
-    authorization: Annotated[str | None, Header()] = None,
-    x_api_key: Annotated[str | None, Header()] = None,
-) -> Principal:
-    """The request's principal (the dependency of every keyed route): 401 or 503 otherwise."""
-    service: QueryService = request.app.state.service
-    return principal_for_authorization(
-        service.keys,
-        authorization,
-        x_api_key,
-        what=f"{request.method} {request.url.path}",
-        client=request.client.host if request.client else None,
-    )
 
 
 def scope_principal(resolver: KeyResolver, scope: dict[str, Any]) -> Principal:
@@ -61,6 +49,8 @@ def key_principal(resolver: KeyResolver, api_key: str | None, what: str) -> Prin
 
 
 ServiceDep = Annotated[QueryService, Depends(get_service)]
+# The request's principal, resolved by the app's resolver (`create_app` installs the service's
+# `keys`): 401 or 503 otherwise.
 PrincipalDep = Annotated[Principal, Depends(require_principal)]
 NamespaceParam = Annotated[str, Query(pattern=NAMESPACE_PATTERN, description="Namespace to read.")]
 DocumentIdParam = Annotated[str, Path(min_length=1, max_length=200)]

@@ -98,12 +98,8 @@ def superseded_documents(revision: Revision) -> frozenset[str]:
     """The revision's documents that a later member of their series supersedes (read once)."""
 
     def load() -> frozenset[str]:
-        rows = (
-            revision.table(DOCUMENTS)
-            .search()
-            .select(["document_id", "source_file_name", "document_date"])
-            .limit(None)
-            .to_list()
+        rows = revision.rows(
+            DOCUMENTS, columns=["document_id", "source_file_name", "document_date"]
         )
         return superseded(
             (r["document_id"], r["source_file_name"], r["document_date"]) for r in rows

@@ -60,6 +60,19 @@ class Revision:
                 self._tables[name] = table
             return self._tables[name]
 
+    def rows(
+        self, name: str, where: str | None = None, columns: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every row of a table (those `where` selects, a LanceDB SQL filter), with all its
+        columns or `columns`."""
+        query = self.table(name).search()
+        if where is not None:
+            query = query.where(where)
+        if columns is not None:
+            query = query.select(columns)
+        rows: list[dict[str, Any]] = query.limit(None).to_list()
+        return rows
+
     def memo(self, key: str, factory: Callable[[], Any]) -> Any:
         """A reader's derived state shared by every request on this revision (a revision never
         changes, so what is read from it once stays true until the next one is loaded). The
@@ -82,14 +95,7 @@ class Revision:
         """The documents' issuers and periods, for entity and period routing (read once)."""
 
         def load() -> Router:
-            rows = (
-                self.table(DOCUMENTS)
-                .search()
-                .select(["document_id", "manifest"])
-                .limit(None)
-                .to_list()
-            )
-            return Router.from_rows(rows)
+            return Router.from_rows(self.rows(DOCUMENTS, columns=["document_id", "manifest"]))
 
         router: Router = self.memo("router", load)
         return router

@@ -40,13 +40,10 @@ class SectionCache:
 
     def sections(self, document_id: str) -> dict[Sid, dict[str, Any]]:
         if document_id not in self._sections:
-            rows = (
-                self.revision.table(SECTIONS)
-                .search()
-                .where(f"document_id = {quote(document_id)}")
-                .select(["section_id", "parent_id", "path", "title", "summary", "sort_order"])
-                .limit(None)
-                .to_list()
+            rows = self.revision.rows(
+                SECTIONS,
+                f"document_id = {quote(document_id)}",
+                ["section_id", "parent_id", "path", "title", "summary", "sort_order"],
             )
             rows.sort(key=lambda r: r["sort_order"])
             self._sections[document_id] = {r["section_id"]: r for r in rows}
@@ -96,13 +93,7 @@ class SectionCache:
             if cached is not None:
                 self._chunks.move_to_end(document_id)
                 return cached
-        rows: list[dict[str, Any]] = (
-            self.revision.table(CHUNKS)
-            .search()
-            .where(f"document_id = {quote(document_id)}")
-            .limit(None)
-            .to_list()
-        )
+        rows = self.revision.rows(CHUNKS, f"document_id = {quote(document_id)}")
         rows.sort(key=lambda r: r["sort_order"])
         with self._lock:
             self._chunks[document_id] = rows

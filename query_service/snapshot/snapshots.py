@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from corpus_pipeline.common.periodic import Periodic
 from corpus_pipeline.contracts.published import TABLES
 from corpus_pipeline.storage.mirror import RemoteRevisions
 from corpus_pipeline.storage.store import ObjectStore
@@ -41,23 +41,15 @@ class SnapshotManager:
         self.reload_seconds = reload_seconds
         self._open = opener or _open_warm
         self._revisions: dict[str, Revision] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._reloader = Periodic("snapshot-reloader", reload_seconds, self.refresh)
         self.failures: dict[str, str] = {}
 
     def start(self) -> None:
         self.refresh()
-        self._thread = threading.Thread(target=self._loop, name="snapshot-reloader", daemon=True)
-        self._thread.start()
+        self._reloader.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.reload_seconds):
-            self.refresh()
+        self._reloader.stop(timeout=5)
 
     def refresh(self) -> None:
         """Load every namespace whose CURRENT pointer names a revision not yet served (after

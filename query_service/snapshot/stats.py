@@ -19,6 +19,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+from corpus_pipeline.common.periodic import Periodic
+
 log = logging.getLogger("corpus.query_service")
 
 _SCHEMA = """
@@ -36,19 +38,15 @@ class AccessStats:
         self.published_dir = published_dir
         self.flush_seconds = flush_seconds
         self._queue: queue.SimpleQueue[Hit] = queue.SimpleQueue()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._flusher = Periodic("access-stats", flush_seconds, self._flush_logged)
         self._chunk_hits: dict[str, Counter[str]] = {}
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="access-stats", daemon=True)
-        self._thread.start()
+        self._flusher.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._flusher.stop(timeout=10)
         self.flush()
 
     def record(self, namespace: str, hits: list[tuple[str, str]]) -> None:
@@ -56,12 +54,12 @@ class AccessStats:
         for chunk_id, document_id in hits:
             self._queue.put((namespace, chunk_id, document_id))
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.flush_seconds):
-            try:
-                self.flush()
-            except (sqlite3.Error, OSError) as exc:
-                log.warning("access statistics flush failed (%s)", type(exc).__name__)
+    def _flush_logged(self) -> None:
+        """A flush in the background: a failed one is logged, and its hits wait for the next."""
+        try:
+            self.flush()
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("access statistics flush failed (%s)", type(exc).__name__)
 
     def flush(self) -> int:
         batch: dict[str, list[tuple[str, str]]] = {}

@@ -134,8 +134,7 @@ def resource_file(revision: Revision, document_id: str, ref: str) -> ResourceFil
 
 
 def list_documents(revision: Revision, offset: int, limit: int) -> DocumentList:
-    table = revision.table(t.DOCUMENTS)
-    rows = table.search().select(_summary_columns(table)).limit(None).to_list()
+    rows = revision.rows(t.DOCUMENTS, columns=_summary_columns(revision.table(t.DOCUMENTS)))
     rows.sort(key=lambda r: (r["source_file_name"], r["document_id"]))
     return DocumentList(
         namespace=revision.namespace,
@@ -159,13 +158,10 @@ def document_detail(revision: Revision, document_id: str) -> DocumentDetail:
 
 def _sections_of(revision: Revision, document_id: str) -> list[dict[str, Any]]:
     """A document's published sections in document order (parents before children)."""
-    sections: list[dict[str, Any]] = (
-        revision.table(t.SECTIONS)
-        .search()
-        .where(f"document_id = {t.quote(document_id)}")
-        .select(["section_id", "parent_id", "path", "title", "level", "summary", "sort_order"])
-        .limit(None)
-        .to_list()
+    sections = revision.rows(
+        t.SECTIONS,
+        f"document_id = {t.quote(document_id)}",
+        ["section_id", "parent_id", "path", "title", "level", "summary", "sort_order"],
     )
     sections.sort(key=lambda s: s["sort_order"])
     return sections
@@ -284,13 +280,7 @@ def _read_ref(revision: Revision, ref: ReadRef, limit: int) -> ReadItem:
             )
         return ReadItem(ref=ref, status="ok", chunks=[render_chunk(revision, row, {})])
     assert ref.document_id is not None
-    rows = (
-        revision.table(t.CHUNKS)
-        .search()
-        .where(f"document_id = {t.quote(ref.document_id)}")
-        .limit(None)
-        .to_list()
-    )
+    rows = revision.rows(t.CHUNKS, f"document_id = {t.quote(ref.document_id)}")
     if not rows:
         return ReadItem(
             ref=ref, status="not_found", message=f"document '{ref.document_id}' not found"
@@ -338,24 +328,17 @@ def _selected_sections(revision: Revision, ref: ReadRef) -> set[str] | None:
 def neighbors(revision: Revision, document_id: str) -> Neighbors:
     _document_row(revision, document_id, ["document_id"])
     quoted = t.quote(document_id)
-    edges = (
-        revision.table(t.GRAPH_EDGES)
-        .search()
-        .where(f"source = {quoted} OR target = {quoted}")
-        .limit(None)
-        .to_list()
-    )
+    edges = revision.rows(t.GRAPH_EDGES, f"source = {quoted} OR target = {quoted}")
     others = {e["target"] if e["source"] == document_id else e["source"]: e for e in edges}
     docs = {}
     if others:
         docs = {
             r["document_id"]: r
-            for r in revision.table(t.DOCUMENTS)
-            .search()
-            .where(t.in_list("document_id", sorted(others)))
-            .select(["document_id", "title", "source_file_name"])
-            .limit(None)
-            .to_list()
+            for r in revision.rows(
+                t.DOCUMENTS,
+                t.in_list("document_id", sorted(others)),
+                ["document_id", "title", "source_file_name"],
+            )
         }
     result = [
         Neighbor(
@@ -374,14 +357,9 @@ def neighbors(revision: Revision, document_id: str) -> Neighbors:
 
 
 def filter_values(revision: Revision) -> FilterValues:
-    table = revision.table(t.DOCUMENTS)
+    names = revision.table(t.DOCUMENTS).schema.names
     columns = ["format", "source_kind", "organizational_unit", "document_date", "source_file_name"]
-    rows = (
-        table.search()
-        .select(columns + [c for c in _SUBJECT_COLUMNS if c in table.schema.names])
-        .limit(None)
-        .to_list()
-    )
+    rows = revision.rows(t.DOCUMENTS, columns=columns + [c for c in _SUBJECT_COLUMNS if c in names])
     dates: list[date] = [r["document_date"] for r in rows if r["document_date"]]
     return FilterValues(
         namespace=revision.namespace,

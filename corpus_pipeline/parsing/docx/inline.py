@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from corpus_pipeline.contracts import LinkSpan
+from corpus_pipeline.contracts.rows import trimmed_link
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,7 @@ def normalise(
     spans = []
     for start, end, target in links:
         s = min(pos[start], len(result))
-        e = min(pos[min(end, len(text))], len(result))
-        while s < e and result[s].isspace():
-            s += 1
-        while e > s and result[e - 1].isspace():
-            e -= 1
-        if e > s:
-            spans.append(LinkSpan(start=s, end=e, target=target))
+        span = trimmed_link(result, s, min(pos[min(end, len(text))], len(result)), target)
+        if span is not None:
+            spans.append(span)
     return result, spans

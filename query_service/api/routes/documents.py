@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
+from pydantic import BaseModel
 
 from corpus_pipeline.contracts.api import DocumentDetail, DocumentList, Neighbors, Outline
 from query_service.api.deps import (
@@ -34,37 +35,26 @@ async def documents(
     return revision_json(response, response.revision)
 
 
-@router.get("/v1/documents/{document_id}", response_model=DocumentDetail, responses=ERRORS)
-async def document(
-    document_id: DocumentIdParam,
-    svc: ServiceDep,
-    principal: PrincipalDep,
-    namespace: NamespaceParam = "default",
-) -> Response:
-    response = await run_blocking(svc, svc.document, principal, namespace, document_id)
-    return revision_json(response, response.revision)
+def _document_view(path: str, model: type[BaseModel], name: str) -> None:
+    """`GET path`: one document's view, `QueryService.<name>(principal, namespace, document_id)`
+    (the detail, the outline, the neighbours), answered with its revision."""
+
+    async def view(
+        document_id: DocumentIdParam,
+        svc: ServiceDep,
+        principal: PrincipalDep,
+        namespace: NamespaceParam = "default",
+    ) -> Response:
+        response = await run_blocking(svc, getattr(svc, name), principal, namespace, document_id)
+        return revision_json(response, response.revision)
+
+    view.__name__ = view.__qualname__ = name
+    router.get(path, response_model=model, responses=ERRORS, name=name)(view)
 
 
-@router.get("/v1/documents/{document_id}/outline", response_model=Outline, responses=ERRORS)
-async def outline(
-    document_id: DocumentIdParam,
-    svc: ServiceDep,
-    principal: PrincipalDep,
-    namespace: NamespaceParam = "default",
-) -> Response:
-    response = await run_blocking(svc, svc.outline, principal, namespace, document_id)
-    return revision_json(response, response.revision)
-
-
-@router.get("/v1/documents/{document_id}/neighbors", response_model=Neighbors, responses=ERRORS)
-async def neighbors(
-    document_id: DocumentIdParam,
-    svc: ServiceDep,
-    principal: PrincipalDep,
-    namespace: NamespaceParam = "default",
-) -> Response:
-    response = await run_blocking(svc, svc.neighbors, principal, namespace, document_id)
-    return revision_json(response, response.revision)
+_document_view("/v1/documents/{document_id}", DocumentDetail, "document")
+_document_view("/v1/documents/{document_id}/outline", Outline, "outline")
+_document_view("/v1/documents/{document_id}/neighbors", Neighbors, "neighbors")
 
 
 @router.get(
