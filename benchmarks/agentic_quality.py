@@ -13,7 +13,7 @@
    "evidence hit": an answer string occurs in `evidence_text` (normalised as the scorer does).
    A diagnostic run at the maximum budget (200000) separates budget cuts from navigation misses.
 2. Latency on the cached 100k-chunk synthetic namespace of `benchmarks/search_latency.py`
-   (`benchmarks.synthetic`, under --workdir, built if missing): ~200 generated queries,
+   (`benchmarks.harness.synthetic`, under --workdir, built if missing): ~200 generated queries,
    single-threaded, in-process (`agentic_search` and `classic_search` on the opened revision),
    after a warm-up pass; agentic (budget 8000, rule planner) and classic (top_k=10) alternate
    per query. A cProfile pass over the same queries (the calling thread and every step thread
@@ -45,7 +45,6 @@ from typing import Any
 
 import httpx
 
-from benchmarks import synthetic as syn
 from benchmarks.harness import (
     NAMESPACE,
     RESULTS,
@@ -65,6 +64,7 @@ from benchmarks.harness import (
     search_ours,
     write_json,
 )
+from benchmarks.harness import synthetic as syn
 from corpus_pipeline.contracts import published as pt
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, AgenticResult
 from corpus_pipeline.contracts.search import SearchRequest

@@ -2,7 +2,7 @@
 
     python -m benchmarks.dense_latency [--size 100000] [--queries 200] [--weight W]
 
-The synthetic corpus of `benchmarks.search_latency` (`benchmarks.synthetic`: same generator,
+The synthetic corpus of `benchmarks.search_latency` (`benchmarks.harness.synthetic`: same generator,
 seed and cache under --workdir) is published a second time, into its own folder, with a vector for every chunk: the
 vectors are seeded random unit vectors of the local model's dimension, because embedding 100k
 chunks on two cores takes about an hour and the cost of ranking depends on how many vectors
@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import synthetic as syn
 from benchmarks.harness import RESULTS, log, nearest_rank, write_json
+from benchmarks.harness import synthetic as syn
 from corpus_pipeline.contracts import ChunksFile
 from corpus_pipeline.contracts.search import DEFAULT_WEIGHTS, SearchRequest
 from corpus_pipeline.embeddings.vectors import LocalMiniLM, write_vectors

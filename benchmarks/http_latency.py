@@ -2,7 +2,7 @@
 
     python -m benchmarks.http_latency [--size 100000] [--duration 10] [--clients 1,8,32]
 
-1. Gets a published namespace of `--size` chunk positions through `benchmarks.synthetic`
+1. Gets a published namespace of `--size` chunk positions through `benchmarks.harness.synthetic`
    (`ensure_corpus` + `ensure_published`, cached under --workdir, default /tmp/corpus-bench).
    The service reads it through a private CORPUS_HOME (a temporary directory): a copy of the
    namespace's CURRENT.json (so the revision is pinned even if someone republishes the shared
@@ -60,7 +60,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import synthetic as syn
 from benchmarks.harness import (
     REPO,
     RESULTS,
@@ -74,6 +73,7 @@ from benchmarks.harness import (
     stop_service,
     write_json,
 )
+from benchmarks.harness import synthetic as syn
 
 TARGET_P50_MS = 15.0
 TARGET_CLIENTS = 8

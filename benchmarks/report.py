@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +23,20 @@ from benchmarks.harness import REPO, RESULTS, machine_facts
 OUT = REPO / "docs" / "benchmarks.md"
 Row = dict[str, Any]
 Lines = list[str]
+
+
+def _committed_at(path: Path) -> datetime | None:
+    """When the commit that last wrote `path` was made, if the file is as committed."""
+
+    def git(*args: str) -> str:
+        run = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
+        return run.stdout.strip() if run.returncode == 0 else ""
+
+    relative = str(path.resolve().relative_to(REPO))
+    if git("status", "--porcelain", "--", relative) or not git("ls-files", "--", relative):
+        return None
+    stamp = git("log", "-1", "--format=%cI", "--", relative)
+    return datetime.fromisoformat(stamp).astimezone(UTC) if stamp else None
 
 
 @dataclass(frozen=True)
@@ -37,11 +52,16 @@ class Result:
 
     @property
     def date(self) -> str:
-        """Its recorded `generated_at`, else the file's modification time (labelled)."""
+        """Its recorded `generated_at`; else, for a file as committed, the date of the commit
+        that last wrote it (a checkout's file dates are the clone's); else its modification
+        time (a run just wrote it). The last two are labelled."""
         recorded = self.data.get("generated_at")
         if isinstance(recorded, str):
             moment = datetime.fromisoformat(recorded).astimezone(UTC)
             return moment.strftime("%Y-%m-%d %H:%M UTC")
+        committed = _committed_at(self.path)
+        if committed is not None:
+            return committed.strftime("%Y-%m-%d %H:%M UTC") + " (commit date)"
         moment = datetime.fromtimestamp(self.path.stat().st_mtime, UTC)
         return moment.strftime("%Y-%m-%d %H:%M UTC") + " (file date)"
 

@@ -2,7 +2,7 @@
 
     python -m benchmarks.search_latency [--sizes 10000,100000,1000000] [--queries 300] [--quick]
 
-Per corpus size (chunk positions; see `benchmarks/synthetic.py` for the generator):
+Per corpus size (chunk positions; see `benchmarks/harness/synthetic.py` for the generator):
 1. generate the artifact directories (cached under --workdir, keyed by size);
 2. bulk-publish them as one namespace in a child process (timed, peak RSS; cached);
 3. search latency, single-threaded, after a warm-up pass: `classic_search` (top_k=10) and, for
@@ -41,7 +41,6 @@ from typing import Any
 
 import tantivy
 
-from benchmarks import synthetic as syn
 from benchmarks.harness import (
     RESULTS,
     TOP_K,
@@ -50,7 +49,8 @@ from benchmarks.harness import (
     percentile,
     write_json,
 )
-from benchmarks.synthetic import NAMESPACE, QUERY_MIX, BenchQuery, SizeDirs, dir_bytes
+from benchmarks.harness import synthetic as syn
+from benchmarks.harness.synthetic import NAMESPACE, QUERY_MIX, BenchQuery, SizeDirs, dir_bytes
 from corpus_pipeline.contracts.published import read_pointer
 from corpus_pipeline.contracts.search import SearchRequest
 from corpus_pipeline.index import channels

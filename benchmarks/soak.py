@@ -57,6 +57,7 @@ from benchmarks.harness import (
     wait_ready,
     write_json,
 )
+from corpus_pipeline.pipeline.processes import cmdline, start_time
 
 NAMESPACE = "soak"
 QUERIES = [
@@ -86,31 +87,6 @@ class _Tally:
     accepted: dict[str, float] = field(default_factory=dict)  # job id → when accepted
     refused_while_down: int = 0
     victim: list[tuple[float, int]] = field(default_factory=list)  # (time, status)
-
-
-def _stat(pid: int) -> list[bytes] | None:
-    """The fields of /proc/PID/stat after the command name (None when the process is gone)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def start_time(pid: int) -> int | None:
-    """When the process started (clock ticks since boot): with the pid, its identity, since a
-    pid is reused once its process is gone. None for no process or a zombie."""
-    fields = _stat(pid)
-    if fields is None or fields[0] == b"Z" or len(fields) < 20:
-        return None
-    return int(fields[19])
-
-
-def cmdline(pid: int) -> bytes:
-    """The process's command line as /proc has it (NUL-separated; empty when gone)."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
 
 
 def _children() -> dict[int, list[int]]:

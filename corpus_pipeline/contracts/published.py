@@ -111,6 +111,10 @@ VECTORS = "vectors"
 
 _STR_LIST = pa.list_(pa.string())
 _TS = pa.timestamp("us", tz="UTC")
+# The columns a row of a revision's table leads with: the revision it belongs to, its
+# namespace, and (in a table with rows per document) its document.
+_REVISION_COLUMNS = [("revision", pa.int64()), ("namespace", pa.string())]
+_DOCUMENT_COLUMNS = [*_REVISION_COLUMNS, ("document_id", pa.string())]
 
 SCHEMAS: dict[str, pa.Schema] = {
     DOCUMENTS: pa.schema(
@@ -143,9 +147,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     SECTIONS: pa.schema(
         [
-            ("revision", pa.int64()),
-            ("namespace", pa.string()),
-            ("document_id", pa.string()),
+            *_DOCUMENT_COLUMNS,
             ("section_id", pa.string()),
             ("parent_id", pa.string()),
             ("path", _STR_LIST),
@@ -157,9 +159,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     CHUNKS: pa.schema(
         [
-            ("revision", pa.int64()),
-            ("namespace", pa.string()),
-            ("document_id", pa.string()),
+            *_DOCUMENT_COLUMNS,
             ("chunk_id", pa.string()),
             ("chunk_type", pa.string()),
             ("content", pa.string()),
@@ -176,8 +176,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     GRAPH_NODES: pa.schema(
         [
-            ("revision", pa.int64()),
-            ("namespace", pa.string()),
+            *_REVISION_COLUMNS,
             ("node_id", pa.string()),
             ("document_id", pa.string()),
             ("title", pa.string()),
@@ -186,8 +185,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     GRAPH_EDGES: pa.schema(
         [
-            ("revision", pa.int64()),
-            ("namespace", pa.string()),
+            *_REVISION_COLUMNS,
             ("source", pa.string()),
             ("target", pa.string()),
             ("relation", pa.string()),
@@ -199,9 +197,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     # files it was published with (the artifact folder may be re-ingested after publishing).
     RESOURCES: pa.schema(
         [
-            ("revision", pa.int64()),
-            ("namespace", pa.string()),
-            ("document_id", pa.string()),
+            *_DOCUMENT_COLUMNS,
             ("ref", pa.string()),
             ("kind", pa.string()),
             ("media_type", pa.string()),

@@ -246,21 +246,34 @@ def _documents_request(
     """One `reprocess_documents` run over a contiguous range of document partitions (a single
     partition when alone); its run key is the documents' content, so the same files again are
     never run twice."""
-    tags = run_tags("document", tick.label, namespace=namespace, span=(first, last, count))
+    span = (first, last, count)
     if count == 1:
-        return dg.RunRequest(
-            run_key=f"{first}:{tick.versions[first]}",
-            job_name=reprocess_documents.name,
-            partition_key=first,
-            tags=tags,
-        )
-    start = order.index(first)
-    members = order[start : start + count]
-    digest = hashlib.sha256(
-        "\n".join(f"{key}:{tick.versions.get(key, '')}" for key in members).encode()
-    ).hexdigest()[:16]
+        run_key = f"{first}:{tick.versions[first]}"
+    else:
+        start = order.index(first)
+        members = order[start : start + count]
+        digest = hashlib.sha256(
+            "\n".join(f"{key}:{tick.versions.get(key, '')}" for key in members).encode()
+        ).hexdigest()[:16]
+        run_key = f"{first}..{last}:{digest}"
+    tags = run_tags("document", tick.label, namespace=namespace, span=span)
+    return _range_request(reprocess_documents, run_key, span, tags)
+
+
+def _range_request(
+    job: dg.UnresolvedAssetJobDefinition,
+    run_key: str,
+    span: tuple[str, str, int],
+    tags: dict[str, str],
+) -> dg.RunRequest:
+    """A run of `job` over `span` (first, last and how many document partitions): on the
+    partition itself when it is one, else over the range its tags (`run_tags(span=…)`) name."""
+    first, _, count = span
     return dg.RunRequest(
-        run_key=f"{first}..{last}:{digest}", job_name=reprocess_documents.name, tags=tags
+        run_key=run_key,
+        job_name=job.name,
+        partition_key=first if count == 1 else None,
+        tags=tags,
     )
 
 
@@ -427,17 +440,10 @@ def _embed_request(
     order: list[str], first: str, last: str, count: int, cursor: str
 ) -> dg.RunRequest:
     """The embedding run over a range of newly materialised document partitions."""
-    tags = run_tags("embedding", "embeddings_sensor", span=(first, last, count))
-    if count == 1:
-        return dg.RunRequest(
-            run_key=f"embed:{cursor}:{first}",
-            job_name=embed_documents.name,
-            partition_key=first,
-            tags=tags,
-        )
-    return dg.RunRequest(
-        run_key=f"embed:{cursor}:{first}..{last}", job_name=embed_documents.name, tags=tags
-    )
+    span = (first, last, count)
+    where = first if count == 1 else f"{first}..{last}"
+    tags = run_tags("embedding", "embeddings_sensor", span=span)
+    return _range_request(embed_documents, f"embed:{cursor}:{where}", span, tags)
 
 
 gc_schedule = dg.ScheduleDefinition(

@@ -6,6 +6,7 @@ shared heading stack (`corpus_pipeline.structure.hierarchy`), so every format cl
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import struct
@@ -17,7 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from corpus_pipeline.common.errors import CorruptDocumentError
 from corpus_pipeline.contracts import Diagnostic, DocumentProfile, LinkSpan, ParsedRow, RowType
@@ -25,6 +26,7 @@ from corpus_pipeline.enrich.tokens import count_tokens
 from corpus_pipeline.parsing.tables import TableGrid, split_rows
 
 T = TypeVar("T")
+P = ParamSpec("P")
 # A longer table is stored as parts (each led by its header rows): a chunk an agent can read
 # and cite by the pages it is on (twice the default text chunk limit).
 MAX_TABLE_TOKENS = 600
@@ -160,6 +162,16 @@ class DiagnosticSink:
             )
 
 
+def image_decoding(
+    sink: DiagnosticSink, page: int | None, where: str = ""
+) -> AbstractContextManager[Part]:
+    """Isolation of decoding one image (on `page`, else at `where`): an undecodable one is
+    skipped, recorded as a lost image."""
+    at = f" on page {page}" if page is not None else (f" at {where}" if where else "")
+    message = f"image{at} could not be decoded; skipped"
+    return sink.part("image", message, page=page, code="image.undecodable")
+
+
 @dataclass(frozen=True)
 class ImageInfo:
     """Cached facts about one stored image file (shared by all its occurrences)."""
@@ -227,14 +239,8 @@ class ResourceSink:
         import imagehash
         from PIL import Image
 
-        at = f" on page {page}" if page is not None else (f" at {where}" if where else "")
         with (
-            diagnostics.part(
-                "image",
-                f"image{at} could not be decoded; skipped",
-                page=page,
-                code="image.undecodable",
-            ) as part,
+            image_decoding(diagnostics, page, where) as part,
             Image.open(io.BytesIO(data)) as img,
         ):
             img.load()
@@ -265,6 +271,19 @@ def _near(known: ImageInfo, phash: Any, width: int, height: int, max_distance: i
     ratio_known = known.width / max(known.height, 1)
     ratio_new = width / max(height, 1)
     return abs(ratio_known - ratio_new) <= 0.1 * max(ratio_known, ratio_new)
+
+
+def _on_diagnostics(
+    method: Callable[Concatenate[DiagnosticSink, P], T],
+) -> Callable[Concatenate[ParseContext, P], T]:
+    """A method of `DiagnosticSink` as a method of the context, with the sink's signature: it
+    acts on the sink the context holds when called (a parse may give its context another)."""
+
+    @functools.wraps(method)
+    def on_sink(ctx: ParseContext, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return method(ctx.diagnostics, *args, **kwargs)
+
+    return on_sink
 
 
 @dataclass
@@ -298,17 +317,8 @@ class ParseContext:
     def __post_init__(self) -> None:
         self.resources = ResourceSink(self.workdir)
 
-    def part(
-        self,
-        lost: str,
-        message: str,
-        *,
-        page: int | None = None,
-        code: str | None = None,
-        level: Literal["info", "warning", "error"] = "warning",
-    ) -> AbstractContextManager[Part]:
-        """`DiagnosticSink.part` for the parse stage: isolate one image, table, page or shape."""
-        return self.diagnostics.part(lost, message, page=page, code=code, level=level)
+    # `DiagnosticSink.part` (the parse stage unless told): isolate one image, table, page or shape.
+    part = _on_diagnostics(DiagnosticSink.part)
 
     def emit(
         self,

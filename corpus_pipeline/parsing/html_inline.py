@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict, Unpack
 
 import lxml.html
 
@@ -127,51 +128,48 @@ def tag_of(el: object) -> str:
     return tag.lower() if isinstance(tag, str) else ""
 
 
-def collect_children(
-    el: HtmlElement,
-    buf: InlineText,
-    *,
-    separator: str,
-    with_images: bool = True,
-    deferred: list[HtmlElement] | None = None,
-) -> None:
+class Rendering(TypedDict):
+    """How `collect` renders elements: blocks become `separator` boundaries; images are kept
+    unless `with_images` is False; given `deferred`, the blocks that start their own rows inside
+    a list item are put there instead."""
+
+    separator: str
+    with_images: NotRequired[bool]
+    deferred: NotRequired[list[HtmlElement]]
+
+
+def collect_children(el: HtmlElement, buf: InlineText, **how: Unpack[Rendering]) -> None:
     buf.add(el.text)
     for child in el:
         if tag_of(child):
-            collect(child, buf, separator=separator, with_images=with_images, deferred=deferred)
+            collect(child, buf, **how)
         buf.add(child.tail)
 
 
-def collect(
-    el: HtmlElement,
-    buf: InlineText,
-    *,
-    separator: str,
-    with_images: bool = True,
-    deferred: list[HtmlElement] | None = None,
-) -> None:
-    """Append an element's rendered text to `buf`; blocks become `separator` boundaries."""
+def collect(el: HtmlElement, buf: InlineText, **how: Unpack[Rendering]) -> None:
+    """Append an element's rendered text to `buf`, rendered `how` it says."""
     tag = tag_of(el)
     if tag == "br":
         buf.newline()
         return
     if tag == "img":
-        if with_images:
+        if how.get("with_images", True):
             buf.images.append(PendingImage(el.get("src") or "", el.get("alt") or "", path_of(el)))
         return
+    deferred = how.get("deferred")
     if deferred is not None and tag in _DEFERRED_IN_ITEM:
         deferred.append(el)
         return
     block = tag in BLOCK_TAGS
     if block:
-        buf.soft_break(separator)
+        buf.soft_break(how["separator"])
     href = el.get("href") if tag == "a" else None
     start = buf.mark()
-    collect_children(el, buf, separator=separator, with_images=with_images, deferred=deferred)
+    collect_children(el, buf, **how)
     if href and not href.strip().lower().startswith("javascript:"):
         buf.link(start, href.strip())
     if block:
-        buf.soft_break(separator)
+        buf.soft_break(how["separator"])
 
 
 def path_of(el: HtmlElement) -> str:

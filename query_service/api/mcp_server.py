@@ -87,10 +87,15 @@ class _Caller:
         dumped: dict[str, Any] = result.model_dump(mode="json")
         return dumped
 
+    async def search(
+        self, ctx: Context, request: Callable[[], SearchRequest | AgenticRequest]
+    ) -> dict[str, Any]:
+        """A search tool's answer: `request` built from the tool's arguments in the pool (an
+        invalid one is told like any refusal), searched for the caller's principal."""
+        return await self.answer(ctx, lambda principal: self.service.search(principal, request()))
+
 
 def _search_tools(mcp: MCPServer, caller: _Caller) -> None:
-    service = caller.service
-
     @mcp.tool(
         description=(
             "Search the corpus (classic mode: path, content and exact-term channels fused). Returns "
@@ -106,8 +111,9 @@ def _search_tools(mcp: MCPServer, caller: _Caller) -> None:
         document_ids: list[str] | None = None,
         exclude_document_ids: list[str] | None = None,
     ) -> dict[str, Any]:
-        def work(principal: Principal) -> bytes:
-            request = SearchRequest.model_validate(
+        return await caller.search(
+            ctx,
+            lambda: SearchRequest.model_validate(
                 {
                     "query": query,
                     "namespace": namespace,
@@ -118,10 +124,8 @@ def _search_tools(mcp: MCPServer, caller: _Caller) -> None:
                     else SearchFilters(),
                     "exclude_document_ids": exclude_document_ids or [],
                 }
-            )
-            return service.search(principal, request)
-
-        return await caller.answer(ctx, work)
+            ),
+        )
 
     @mcp.tool(
         description=(
@@ -138,17 +142,16 @@ def _search_tools(mcp: MCPServer, caller: _Caller) -> None:
         token_budget: int = 8000,
         top_k: int = 10,
     ) -> dict[str, Any]:
-        def work(principal: Principal) -> bytes:
-            request = AgenticRequest(
+        return await caller.search(
+            ctx,
+            lambda: AgenticRequest(
                 mode="agentic",
                 query=query,
                 namespace=namespace,
                 token_budget=token_budget,
                 top_k=top_k,
-            )
-            return service.search(principal, request)
-
-        return await caller.answer(ctx, work)
+            ),
+        )
 
 
 def _read_tools(mcp: MCPServer, caller: _Caller) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pymupdf
@@ -19,7 +20,7 @@ import pymupdf
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import PdfProfile
 from corpus_pipeline.enrich.llm import ChatModel
-from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext, part_errors
+from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext, Part, part_errors
 from corpus_pipeline.parsing.dates import declared_pdf_date
 from corpus_pipeline.parsing.pdf import images as pdf_images
 from corpus_pipeline.parsing.pdf import reads
@@ -338,12 +339,7 @@ class PdfReader:
             if tesseract_version() is None:
                 self._warn_ocr()
             else:
-                with ctx.part(
-                    "page text",
-                    f"OCR of page {number} failed; the page has no text",
-                    page=number,
-                    code="ocr.failed",
-                ):
+                with self._recognition(number):
                     image = render_page(page)
                     self._start_ocr(p, image)
                 if p.scanned:
@@ -385,12 +381,7 @@ class PdfReader:
         number = p.number
         if not chars:
             return
-        with self.ctx.part(
-            "table",
-            f"tables on page {number} could not be detected; their text is kept as text",
-            page=number,
-            code="table.failed",
-        ):
+        with pdf_tables.table_detection(self.ctx.diagnostics, number):
             # The profile already asked `table_likely` for its sampled pages.
             known = self.sampled_tables.get(number)
             if known is not False:
@@ -401,6 +392,11 @@ class PdfReader:
                     view.keep_reads(probed)  # the profile's probe read it all already
                 if known or pdf_tables.table_likely(view):
                     p.tables = list(pdf_tables.find_tables(view, number, self.ctx.diagnostics))
+
+    def _recognition(self, number: int) -> AbstractContextManager[Part]:
+        """Isolation of a page's OCR (rendering or recognising it): the page has no text."""
+        message = f"OCR of page {number} failed; the page has no text"
+        return self.ctx.part("page text", message, page=number, code="ocr.failed")
 
     def _start_ocr(self, p: PageContent, image: Any) -> None:
         """Recognise a rendered page on the OCR pool (`ocr_workers` Tesseract processes side by
@@ -417,12 +413,7 @@ class PdfReader:
         images from the page itself; a page where nothing was recognised keeps its images."""
         while len(self.ocr_pending) > keep:
             p, future = self.ocr_pending.pop(0)
-            with self.ctx.part(
-                "page text",
-                f"OCR of page {p.number} failed; the page has no text",
-                page=p.number,
-                code="ocr.failed",
-            ) as recognised:
+            with self._recognition(p.number) as recognised:
                 p.ocr = future.result()
                 self.ocr_pages += 1
             if recognised.failed or not p.ocr:  # nothing recognised: images are its content

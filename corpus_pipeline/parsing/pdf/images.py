@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from corpus_pipeline.parsing.base import DiagnosticSink
+from corpus_pipeline.parsing.base import DiagnosticSink, image_decoding
 
 if TYPE_CHECKING:
     import pymupdf
@@ -68,12 +68,7 @@ def extract_images(
         if shown < MIN_AREA_SHARE * page_area:
             continue  # not marked seen: the same image may be shown large elsewhere
         seen_xrefs.add(xref)
-        with sink.part(
-            "image",
-            f"image on page {page_number} could not be decoded; skipped",
-            page=page_number,
-            code="image.undecodable",
-        ):
+        with image_decoding(sink, page_number):
             if _shared_by_many_pages(doc, xref, int(page_api.number)):
                 continue
             pix = _pixmap(doc, xref, page_number, sink)
@@ -115,12 +110,7 @@ def _placements(
     infos: list[dict[str, Any]] = page_api.get_image_info(hashes=True)
     digests: dict[bytes, int] = {}
     for xref in new:
-        with sink.part(
-            "image",
-            f"image on page {page_number} could not be decoded; skipped",
-            page=page_number,
-            code="image.undecodable",
-        ) as part:
+        with image_decoding(sink, page_number) as part:
             digests[mu.Pixmap(doc_api, xref).digest] = xref
         if part.failed:
             seen_xrefs.add(xref)

@@ -82,7 +82,7 @@ def find_tables(
     view = view_of(page)
     words, spans = view.words, view.spans
     lined: list[FoundTable] = []
-    with _detection(sink, page_number) as part:
+    with table_detection(sink, page_number) as part:
         lined = find_ruled_tables(view.paths, words, spans, view.rect)
     if part.failed:
         return []  # the page's drawings or text cannot be read: its words stay text
@@ -90,7 +90,7 @@ def find_tables(
     found = [(t, None) for t in lined if _plausible(t)]
     if not found:
         for region, above in aligned_text_regions(view, refine=True):
-            with _detection(sink, page_number):
+            with table_detection(sink, page_number):
                 tabs = find_text_tables(words, spans, region)
                 found += [(t, above) for t in tabs if _plausible(t, spaced=True)]
     boxes = _single_column_boxes(*view.segments)
@@ -210,7 +210,7 @@ def _best_column(seg: Rect, ranges: list[tuple[float, float]]) -> int:
     return max(range(len(ranges)), key=score)
 
 
-def _detection(sink: DiagnosticSink, page_number: int) -> AbstractContextManager[Part]:
+def table_detection(sink: DiagnosticSink, page_number: int) -> AbstractContextManager[Part]:
     """Isolation of the finder on one page: no tables from it, the page's words stay text."""
     message = f"tables on page {page_number} could not be detected; their text is kept as text"
     return sink.part("table", message, page=page_number, code="table.failed")

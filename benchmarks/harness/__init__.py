@@ -4,8 +4,8 @@ The product is reached the way a user reaches it: `corpus ingest`, `corpus keys 
 `corpus serve` and `corpus ingest-api` run as subprocesses of the installed command, searches
 go over HTTP, and artifacts and revisions are read as the command leaves them on disk. Besides
 that: where the shared sets and the results live, the sets' own scorers, percentiles, machine
-facts, process memory and the result files. Benchmarks import this module (and `synthetic` for
-generated corpora), never each other.
+facts, process memory and the result files. `harness.synthetic` generates the corpora of the
+latency benchmarks. Benchmarks import this package, never each other.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property
 from importlib import metadata
 from pathlib import Path
@@ -38,7 +39,7 @@ from corpus_pipeline.contracts.agentic import AgenticResponse
 from corpus_pipeline.contracts.published import read_pointer
 from corpus_pipeline.contracts.search import RevisionPointer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 SHARED = REPO.parent / "shared"
 SHARED_CORPUS = SHARED / "corpus"
@@ -62,7 +63,10 @@ def log(message: str) -> None:
 
 
 def write_json(path: Path, result: Any, indent: int = 1) -> Path:
-    """A benchmark's result file (its folder made first)."""
+    """A benchmark's result file (its folder made first), stamped with when it was generated
+    when the benchmark did not stamp it itself (`benchmarks.report` dates every figure)."""
+    if isinstance(result, dict) and "generated_at" not in result:
+        result = {"generated_at": datetime.now(UTC).isoformat(timespec="seconds"), **result}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
