@@ -38,7 +38,7 @@ class PageReads:
     source: FileKey | None = None
     blocks: dict[int, list[Block]] = field(default_factory=dict)  # 1-based page → its blocks
     messages: list[str] = field(default_factory=list)  # MuPDF's, while reading them
-    # The table probe's reads of the pages it flagged (`pdf_tables.PageView.reads`: words,
+    # The table probe's reads of the pages it flagged (`page_view.PageView.reads`: words,
     # drawings, spans, blocks), so the finder reads none of them again.
     tables: dict[int, dict[str, Any]] = field(default_factory=dict)
 
