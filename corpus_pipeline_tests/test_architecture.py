@@ -61,7 +61,7 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The product modules `name` imports (a `from package import module` names the module)."""
+    """The product modules `name` imports (`from package import module` names both)."""
     found: set[str] = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -72,8 +72,9 @@ def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
+            # `from package import module` runs the package's `__init__` too: both are edges.
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known)
     return {m for m in found if m.split(".")[0] in PACKAGES and m != name}
 
 

@@ -1,5 +1,6 @@
-"""The Dagster internals this project relies on (`defs/dagster_internals.py`) still mean what
-Dagster's public readers read: an upgrade that changes either fails here first."""
+"""The Dagster tags and internals this project relies on (`defs/tags.py`,
+`defs/dagster_internals.py`) still mean what Dagster's public readers read: an upgrade that
+changes either fails here first."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from pathlib import Path
 
 import dagster as dg
 
-from corpus_pipeline.defs.dagster_internals import partition_range_tags, provenance_tags
+from corpus_pipeline.defs.dagster_internals import provenance_tags
+from corpus_pipeline.defs.tags import run_tags
 
 PACKAGE = Path(__file__).resolve().parent.parent / "corpus_pipeline"
 
 
 def test_range_tags_are_read_back_as_the_runs_partition_range() -> None:
-    request = dg.RunRequest(tags=partition_range_tags("doc-a", "doc-f"))
+    request = dg.RunRequest(tags=run_tags("document", "test", span=("doc-a", "doc-f", 6)))
 
     assert request.partition_key_range == dg.PartitionKeyRange("doc-a", "doc-f")
 

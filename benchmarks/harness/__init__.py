@@ -444,23 +444,22 @@ def load_script(path: Path) -> ModuleType:
     return module
 
 
-def score_structure(corpus_dir: Path, parsed: Path, scores: Path) -> Row:
-    """The corpus's `score_structure.py --json` over a file of parsed headings and tables."""
+def _run_scorer(corpus_dir: Path, script: str, args: Sequence[str], scores: Path) -> Row:
+    """One of the corpus's scorer scripts with `--json`: the scores it writes."""
     subprocess.run(
-        [
-            sys.executable,
-            str(corpus_dir / "score_structure.py"),
-            str(parsed),
-            "--corpus",
-            str(corpus_dir),
-            "--json",
-            str(scores),
-        ],
+        [sys.executable, str(corpus_dir / script), *args, "--json", str(scores)],
         check=True,
         stdout=subprocess.DEVNULL,
     )
     result: Row = json.loads(scores.read_text(encoding="utf-8"))
     return result
+
+
+def score_structure(corpus_dir: Path, parsed: Path, scores: Path) -> Row:
+    """The corpus's `score_structure.py --json` over a file of parsed headings and tables."""
+    return _run_scorer(
+        corpus_dir, "score_structure.py", [str(parsed), "--corpus", str(corpus_dir)], scores
+    )
 
 
 def load_questions(corpus_dir: Path) -> list[Row]:
@@ -480,21 +479,8 @@ def score_search(
     scores_path = workdir / "scores.json"
     write_jsonl(results_path, results)
     write_jsonl(questions_path, questions)
-    subprocess.run(
-        [
-            sys.executable,
-            str(corpus_dir / "score_search.py"),
-            str(results_path),
-            "--questions",
-            str(questions_path),
-            "--json",
-            str(scores_path),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    scores: Row = json.loads(scores_path.read_text(encoding="utf-8"))
-    return scores
+    args = [str(results_path), "--questions", str(questions_path)]
+    return _run_scorer(corpus_dir, "score_search.py", args, scores_path)
 
 
 def search_ours(

@@ -1,11 +1,5 @@
-"""The only place this project imports Dagster internals, each for a gap in the public API.
+"""The only place this project imports Dagster internals, for one gap in the public API.
 
-- Range runs. A run over a contiguous range of document partitions (one process and one set of
-  Dagster handles for many small documents) is what Dagster's own backfills launch, through two
-  run tags. `dg.materialize` takes one partition key only and no public constant names the
-  tags: dagster-io/dagster#14905 ("materialize does not support partition key ranges", open).
-  The sensors' `RunRequest`s carry the same tags, which Dagster reads back through the public
-  `RunRequest.partition_key_range`.
 - Provenance of a recorded materialisation. A range run records each document's assets as
   `dg.AssetMaterialization` events itself, and staleness after a code change must be per
   document as in a one-partition run, so each event carries the code version, input data
@@ -14,8 +8,8 @@
   materializing an asset", open). Dagster reads them back through the public
   `dg.DataProvenance.from_tags`.
 
-`corpus_pipeline_tests/test_dagster_internals.py` checks both round trips through the public
-readers, so a Dagster upgrade that changes either fails there first.
+`corpus_pipeline_tests/test_dagster_internals.py` checks the round trip through the public reader,
+so a Dagster upgrade that changes it fails there first.
 """
 
 from __future__ import annotations
@@ -32,17 +26,8 @@ from dagster._core.definitions.data_version import (
     get_input_data_version_tag,
     get_input_event_pointer_tag,
 )
-from dagster._core.storage.tags import (
-    ASSET_PARTITION_RANGE_END_TAG,
-    ASSET_PARTITION_RANGE_START_TAG,
-)
 
-__all__ = ["partition_range_tags", "provenance_tags"]
-
-
-def partition_range_tags(first: str, last: str) -> dict[str, str]:
-    """The run tags that make one run cover the partitions from `first` to `last`."""
-    return {ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last}
+__all__ = ["provenance_tags"]
 
 
 def provenance_tags(

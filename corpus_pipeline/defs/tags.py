@@ -13,13 +13,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from corpus_pipeline.defs.dagster_internals import partition_range_tags
-
 STAGE_TAG = "corpus/stage"
 NAMESPACE_TAG = "corpus/namespace"
 TRIGGER_TAG = "corpus/trigger"
 PROCESS_TAG = "corpus/process"
 DOCUMENTS_TAG = "corpus/documents"
+# The run tags that make one run cover a range of partitions, as Dagster's own backfills and the
+# UI's launchpad set them (dagster-io/dagster#10441); `dg.materialize` has no range parameter
+# (dagster-io/dagster#14905). Dagster reads them back through `RunRequest.partition_key_range`
+# (checked in `test_dagster_internals.py`).
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 Stage = Literal["document", "publish", "embedding", "maintenance"]
 
@@ -40,7 +44,7 @@ def run_tags(
         tags[NAMESPACE_TAG] = namespace
     if span is not None and span[2] > 1:
         first, last, count = span
-        tags.update(partition_range_tags(first, last))
+        tags.update({RANGE_START_TAG: first, RANGE_END_TAG: last})
         tags[DOCUMENTS_TAG] = str(count)
     if process is not None:
         tags[PROCESS_TAG] = process

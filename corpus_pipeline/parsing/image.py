@@ -110,7 +110,7 @@ def frames_to_pdf(frames: list[Frame], dest: Path) -> Path:
 
 
 def parse_image(ctx: ParseContext) -> None:
-    from corpus_pipeline.parsing.pdf import parse_pdf
+    from corpus_pipeline.parsing.pdf.document import parse_pdf
 
     frames, total = read_frames(ctx.source_path, diagnostics=ctx.diagnostics)
     if total > len(frames):

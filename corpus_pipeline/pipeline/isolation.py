@@ -31,6 +31,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import NoReturn
 
+import corpus_pipeline.parsing.pdf.reads as reads
 from corpus_pipeline.common.errors import (
     CorpusError,
     ParseFailedError,
@@ -40,7 +41,6 @@ from corpus_pipeline.common.errors import (
 from corpus_pipeline.common.secrets import get_password, set_password
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import DocumentProfile
-from corpus_pipeline.parsing.pdf import reads
 from corpus_pipeline.parsing.pdf.reads import PageReads
 from corpus_pipeline.pipeline import processes
 from corpus_pipeline.pipeline import stages as pipeline

@@ -79,7 +79,7 @@ def profile_file(
     )
     profile = base.model_copy(update={"routing": route(base, sniffed.evidence)})
     if page_reads is not None:
-        from corpus_pipeline.parsing.pdf import reads
+        import corpus_pipeline.parsing.pdf.reads as reads
 
         assert isinstance(page_reads, reads.PageReads)
         reads.keep(profile, page_reads)  # the parse of this file reads its sampled pages there

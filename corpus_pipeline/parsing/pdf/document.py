@@ -17,14 +17,14 @@ from typing import Any
 
 import pymupdf
 
+import corpus_pipeline.parsing.pdf.images as pdf_images
+import corpus_pipeline.parsing.pdf.reads as reads
+import corpus_pipeline.parsing.pdf.tables as pdf_tables
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import PdfProfile
 from corpus_pipeline.enrich.llm import ChatModel
 from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext, Part, part_errors
 from corpus_pipeline.parsing.dates import declared_pdf_date
-from corpus_pipeline.parsing.pdf import images as pdf_images
-from corpus_pipeline.parsing.pdf import reads
-from corpus_pipeline.parsing.pdf import tables as pdf_tables
 from corpus_pipeline.parsing.pdf.heading_finder import HeadingFinder, style_segments
 from corpus_pipeline.parsing.pdf.headings import LLMJudge, norm, toc_reliable
 from corpus_pipeline.parsing.pdf.layout import (

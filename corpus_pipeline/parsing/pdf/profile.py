@@ -189,7 +189,7 @@ def _table_likely(page: Page, number: int, textpage: Any, reads: PageReads | Non
     With `reads`, a flagged page's reads (the finder's too, from the same text page) are kept
     for the parse."""
     try:
-        from corpus_pipeline.parsing.pdf import tables as pdf_tables
+        import corpus_pipeline.parsing.pdf.tables as pdf_tables
     except ImportError:
         return False
     try:
