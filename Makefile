@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup system-deps run dev test lint fix bench clean schemas
+.PHONY: setup system-deps run dev test lint fix bench clean schemas notebooks notebooks-strip
 
 $(CURDIR)/.tools/bin/uv:
 	python3 -m venv .tools
@@ -18,8 +18,9 @@ $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
 	$(UV) sync --frozen --compile-bytecode  # imports read .pyc even where PYTHONDONTWRITEBYTECODE is set
 	@touch $@
 
-## system-deps: Tesseract for OCR of scanned PDFs/images (Debian, as root); without it OCR is
-## reported as unavailable in each document's diagnostics, never silently empty
+## system-deps: Tesseract for OCR of scanned PDFs/images, and LibreOffice (no GUI) for legacy
+## .doc/.ppt/.xls (Debian, as root); without Tesseract OCR is reported as unavailable in each
+## document's diagnostics, never silently empty; without LibreOffice legacy files are refused
 system-deps:
 	@command -v tesseract >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -27,6 +28,13 @@ system-deps:
 	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null \
 	      || echo "warning: tesseract-ocr could not be installed; OCR will be unavailable"; \
 	  else echo "note: tesseract-ocr is not installed; OCR will be unavailable"; fi; }
+	@command -v soffice >/dev/null 2>&1 || command -v libreoffice >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing LibreOffice without GUI (apt, ~310 MB)"; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui >/dev/null \
+	      || echo "warning: LibreOffice could not be installed; legacy .doc/.ppt/.xls files will be refused"; \
+	  else echo "note: LibreOffice is not installed; legacy .doc/.ppt/.xls files will be refused"; fi; }
 
 ## setup: create .venv from the lock file (plus Tesseract where it can be installed)
 setup: $(VENV)/.synced system-deps
@@ -55,6 +63,17 @@ dev: setup
 	@mkdir -p $(DAGSTER_HOME) && cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml || true
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
+## notebooks: JupyterLab on the analysts' notebooks (notebooks/: corpus overview, retrieval
+## quality, operations) over CORPUS_HOME; ingests data/sample/ first when nothing is published
+notebooks: setup
+	@ls $(CORPUS_HOME)/published/*/CURRENT.json >/dev/null 2>&1 || $(BIN)/corpus ingest data/sample
+	$(BIN)/jupyter lab notebooks/
+
+## notebooks-strip: remove outputs and execution counts from the notebooks before committing
+## (a test fails on a notebook kept with outputs)
+notebooks-strip: setup
+	$(BIN)/nbstripout notebooks/*.ipynb
+
 ## test: the whole suite (slow tests included)
 test: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
@@ -81,7 +100,8 @@ fix: setup
 ## ingest_speed: the 20 10-Q filings per stage, then ingested with 1 and 2 workers: ~8 min;
 ## sensor_ingest: 1,000 notes through the inbox sensor and dagster-daemon, with the document step
 ## in the run process and then in one of its own (multiprocess executor): ~7 min each,
-## SENSOR_DOCUMENTS=N for another count)
+## SENSOR_DOCUMENTS=N for another count; fuzz_parsers: every parser fed mutated files for 10 min,
+## each crash written to corpus_pipeline_tests/regressions/fuzz/)
 SENSOR_DOCUMENTS ?= 1000
 bench: setup
 	$(BIN)/python -m benchmarks.structure_quality
@@ -99,6 +119,7 @@ bench: setup
 	$(BIN)/python -m benchmarks.agentic_quality
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS)
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS) --executor multiprocess
+	$(BIN)/python -m benchmarks.fuzz_parsers --seconds 600
 	$(BIN)/python -m benchmarks.report
 
 clean:

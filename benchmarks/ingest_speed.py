@@ -114,11 +114,14 @@ def stage_seconds(files: Sequence[Path]) -> dict[str, float]:
     totals = dict.fromkeys(STAGES, 0.0)
     for path in files:
         mark = time.perf_counter()
-        profile = pipeline.run_profile(path, path.name)
+        profiled = pipeline.run_profile(path, path.name)
+        profile = profiled.profile
         totals["profile"] += time.perf_counter() - mark
         with tempfile.TemporaryDirectory(prefix="corpus-stage-") as tmp:
             mark = time.perf_counter()
-            ctx = pipeline.parse_rows(path, path.name, profile, Path(tmp), settings=settings)
+            ctx = pipeline.parse_rows(
+                path, path.name, profile, Path(tmp), settings=settings, prior_reads=profiled.reads
+            )
             totals["parse"] += time.perf_counter() - mark
             mark = time.perf_counter()
             rows = assign_hierarchy(ctx.rows)
@@ -231,12 +234,12 @@ def command_run(
     cores = cores_busy(busy)
     if done.returncode != 0 and not done.stdout.strip():
         raise RuntimeError(f"corpus ingest exited with {done.returncode}: {done.stderr[-2000:]}")
-    rows = json.loads(done.stdout)
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return {
         "workers": workers,
         "seconds": round(seconds, 2),
         "cores_busy": round(cores, 2),
-        "failed": {r["source_file_name"]: r["error"] for r in rows if r["status"] != "ok"},
+        "failed": {r["file"]: r["error"] for r in rows if r.get("status") == "failed"},
     }
 
 

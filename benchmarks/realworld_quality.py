@@ -11,8 +11,9 @@ document order), then the fallback results it was pointed to. Scoring is the set
 `score_pages.py` (page-hit@1/5/10, MRR@10, doc-hit@10; overall, per doc_type, per evidence kind).
 
 Beside it, in the same run:
-- the naive floor: PyMuPDF plain text per document, 1,000-character windows with 200 overlap,
-  textbook Okapi BM25 (k1 1.5, b 0.75), top 10 (each window cites the pages it covers);
+- the naive floor, the product's (`corpus_pipeline.evaluation.baseline`, what `corpus eval
+  --baseline naive-bm25` runs): PyMuPDF plain text per document, 1,000-character windows with
+  200 overlap, Okapi BM25 (k1 1.5, b 0.75), top 10 (each window cites the pages it covers);
 - the channel study: classic with content only, each channel alone, and the fused default.
 
 Generalisation is measured, not assumed: the documents are split into two halves by a stable hash
@@ -30,7 +31,6 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import math
 import os
 import re
 import statistics
@@ -44,7 +44,6 @@ from typing import Any
 
 import httpx
 import pyarrow.parquet as pq
-import pymupdf
 
 from benchmarks.harness import (
     AGENTIC_BUDGET,
@@ -68,13 +67,14 @@ from benchmarks.harness import (
 from corpus_pipeline.contracts import published
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse
 from corpus_pipeline.contracts.search import DEFAULT_WEIGHTS, RevisionPointer
+from corpus_pipeline.evaluation.baseline import NaiveBaseline, folder_documents
+
+# The floor's pieces, as this benchmark's tests read them.
+from corpus_pipeline.evaluation.baseline import NaiveBM25 as NaiveBM25
+from corpus_pipeline.evaluation.baseline import page_windows as page_windows
 from query_service.snapshot.revision import open_revision
 
 NAMESPACE = "realworld"
-WINDOW_CHARS = 1000
-WINDOW_OVERLAP = 200
-BM25_K1 = 1.5
-BM25_B = 0.75
 CHANNEL_STUDY: dict[str, dict[str, float] | None] = {
     "fused (default)": None,
     "content only": {"content": 1.0},
@@ -105,7 +105,6 @@ DENSE_STUDY: dict[str, dict[str, float] | None] = {
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "doc@10")
 
 Row = dict[str, Any]
-_mupdf: Any = pymupdf  # only partly annotated
 
 
 def breakdown(
@@ -162,74 +161,22 @@ def agentic(client: httpx.Client, questions: Sequence[Row]) -> tuple[list[Row], 
 
 # -- the naive floor ------------------------------------------------------------------------------
 
-_WORD = re.compile(r"\w+")
-
-
-def tokens(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
-def page_windows(pdf: Path) -> list[tuple[str, list[int]]]:
-    """1,000-character windows (200 overlap) of the plain text, each with the pages it spans."""
-    texts, starts = [], []
-    offset = 0
-    with _mupdf.open(pdf) as doc:
-        for page in doc:
-            text = page.get_text()
-            texts.append(text)
-            starts.append(offset)
-            offset += len(text)
-    full = "".join(texts)
-    out = []
-    step = WINDOW_CHARS - WINDOW_OVERLAP
-    for start in range(0, max(len(full) - WINDOW_OVERLAP, 1), step):
-        end = min(start + WINDOW_CHARS, len(full))
-        pages = [i + 1 for i, s in enumerate(starts) if s < end and s + len(texts[i]) > start]
-        out.append((full[start:end], pages))
-    return out
-
-
-class NaiveBM25:
-    """Textbook Okapi BM25 over windows (k1 1.5, b 0.75)."""
-
-    def __init__(self, windows: list[tuple[str, str, list[int]]]) -> None:
-        self.meta = [(doc, pages) for doc, _, pages in windows]
-        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        self.lengths = []
-        for i, (_, text, _) in enumerate(windows):
-            counts = Counter(tokens(text))
-            self.lengths.append(sum(counts.values()))
-            for term, tf in counts.items():
-                self.postings[term].append((i, tf))
-        self.avg = statistics.fmean(self.lengths) if self.lengths else 1.0
-
-    def search(self, query: str, k: int = TOP_K) -> list[int]:
-        n = len(self.lengths)
-        scores: dict[int, float] = defaultdict(float)
-        for term in set(tokens(query)):
-            posting = self.postings.get(term, [])
-            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
-            for i, tf in posting:
-                norm = BM25_K1 * (1 - BM25_B + BM25_B * self.lengths[i] / self.avg)
-                scores[i] += idf * tf * (BM25_K1 + 1) / (tf + norm)
-        return [i for i, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
-
 
 def naive(docs: Path, questions: Sequence[Row], split: int) -> tuple[list[Row], list[Row]]:
-    """The floor's results for `questions`, returned as those before `split` and after (the
-    two question sets, over one index built once)."""
-    _mupdf.TOOLS.mupdf_display_errors(False)  # a damaged file's repairs are not the subject
-    windows = [
-        (pdf.name, text, pages)
-        for pdf in sorted(docs.glob("*.pdf"))
-        for text, pages in page_windows(pdf)
+    """The product's floor (`corpus eval --baseline naive-bm25`) over the PDFs of `docs`: its
+    results for `questions`, returned as those before `split` and after (the two question sets,
+    over one index built once)."""
+    floor = NaiveBaseline.build(d for d in folder_documents(docs) if d.name.endswith(".pdf"))
+    lines = [
+        {
+            "id": q["id"],
+            "results": [
+                {"source_file_name": h.source_file_name, "pages": list(h.pages)}
+                for h in floor.search(q["question"], TOP_K)
+            ],
+        }
+        for q in questions
     ]
-    index = NaiveBM25(windows)
-    lines = []
-    for q in questions:
-        hits = index.search(q["question"])
-        results = [{"source_file_name": index.meta[i][0], "pages": index.meta[i][1]} for i in hits]
-        lines.append({"id": q["id"], "results": results})
     return lines[:split], lines[split:]
 
 

@@ -43,8 +43,12 @@ LAYERS: dict[str, int] = {
     "query_service.config": 10,
     "query_service.snapshot": 11,
     "query_service.retrieval": 12,
+    # The analysts' reader: the snapshot reader, the job store and the run tags, read only.
+    "corpus_pipeline.analysis": 12,
     "query_service.service": 13,
     "query_service.api": 14,
+    # `corpus eval`: questions through the service in-process (or over HTTP), scored.
+    "corpus_pipeline.evaluation": 14,
     "corpus_pipeline.cli": 15,
 }
 # Edges a layer alone would allow but the design forbids.

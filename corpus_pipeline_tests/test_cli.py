@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from corpus_pipeline.cli.main import main
 
@@ -17,12 +18,17 @@ def runner(corpus_home) -> CliRunner:
     return CliRunner()
 
 
+def json_lines(result: Result) -> list[dict[str, Any]]:
+    """What a command printed on stdout, one JSON object per line (its stdout is no terminal)."""
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
 @pytest.mark.slow
 def test_ingest_then_inspect_shows_the_section_tree(runner):
     result = runner.invoke(main, ["ingest", str(DOCS / "unit_test_headers.docx"), "--json"])
     assert result.exit_code == 0, result.output
-    (summary,) = json.loads(result.output)
-    assert summary["status"] == "ok" and summary["chunks"]["text"] > 0
+    (summary, _publish) = json_lines(result)
+    assert summary["status"] == "ingested" and summary["chunk_types"]["text"] > 0
     shown = runner.invoke(main, ["inspect", summary["document_id"]])
     assert shown.exit_code == 0, shown.output
     assert "Test Document" in shown.output
@@ -36,19 +42,21 @@ def test_ingest_reports_each_failure_and_exits_non_zero(runner, tmp_path):
     blob.write_bytes(b"\x00\x01\x02" * 500)
     result = runner.invoke(main, ["ingest", str(blob), str(DOCS / "wiki.md")])
     assert result.exit_code == 1
-    assert "failed" in result.output and "unsupported format 'unknown'" in result.output
-    assert "ok" in result.output and "wiki.md" in result.output
+    status = {line["file"]: (line["status"], line.get("error")) for line in json_lines(result)[:2]}
+    assert status["blob.bin"][0] == "failed"
+    assert "unsupported format 'unknown'" in (status["blob.bin"][1] or "")
+    assert status["wiki.md"] == ("ingested", None)
 
 
 def test_ingest_of_a_missing_path_names_it(runner, tmp_path):
     result = runner.invoke(main, ["ingest", str(tmp_path / "nope.docx")])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "nope.docx" in result.output and "neither a file nor a folder" in result.output
 
 
-def test_inspect_of_an_unknown_document_is_a_usage_error(runner):
+def test_inspect_of_an_unknown_document_is_an_error_naming_it(runner):
     result = runner.invoke(main, ["inspect", "no-such-doc"])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "no artifacts for 'no-such-doc'" in result.output
 
 
@@ -91,7 +99,7 @@ def test_debug_of_an_unsupported_file_names_the_format(runner, tmp_path):
     blob = tmp_path / "x.bin"
     blob.write_bytes(bytes(range(256)) * 8)
     result = runner.invoke(main, ["debug", str(blob)])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "unsupported format 'unknown'" in result.output
 
 
@@ -99,7 +107,7 @@ def test_debug_of_a_broken_pdf_says_it_is_corrupt(runner, tmp_path):
     pdf = tmp_path / "x.pdf"
     pdf.write_bytes(b"%PDF-1.4\n%%EOF")
     result = runner.invoke(main, ["debug", str(pdf)])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "corrupt pdf document" in result.output
 
 
@@ -111,7 +119,12 @@ def test_a_search_right_after_ingest_sees_the_files(runner, tmp_path):
     (inbox / "geese.md").write_text("# Geese\n\nGeese graze on grass.\n")
     ingested = runner.invoke(main, ["ingest", str(inbox)])
     assert ingested.exit_code == 0, ingested.output
-    assert "published: namespace 'default' revision 1 (2 documents" in ingested.output
+    published = json_lines(ingested)[-1]["publish"]
+    assert (published["namespace"], published["revision"], published["documents"]) == (
+        "default",
+        1,
+        2,
+    )
     found = runner.invoke(
         main, ["search", "Which ducks dive for mussels?", "--json", "--top-k", "1"]
     )
@@ -129,9 +142,11 @@ def test_delete_removes_the_document_from_search(runner, tmp_path):
     doc.write_text("# Swans\n\nMute swans are the heaviest flying birds of the lake.\n")
     other = tmp_path / "coots.md"
     other.write_text("# Coots\n\nCoots have lobed toes instead of webbed feet.\n")
-    (summary, _) = json.loads(
-        runner.invoke(main, ["ingest", str(doc), str(other), "--json"]).output
-    )
+    (summary,) = [
+        line
+        for line in json_lines(runner.invoke(main, ["ingest", str(doc), str(other), "--json"]))
+        if line.get("file") == "swans.md"
+    ]
     deleted = runner.invoke(main, ["delete", summary["document_id"]])
     assert deleted.exit_code == 0, deleted.output
     assert "revision 2" in deleted.output
@@ -141,5 +156,5 @@ def test_delete_removes_the_document_from_search(runner, tmp_path):
 
 def test_search_before_any_publish_says_what_to_do(runner):
     result = runner.invoke(main, ["search", "anything"])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "has no published revision" in result.output and "corpus ingest" in result.output

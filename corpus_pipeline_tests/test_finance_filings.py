@@ -46,7 +46,7 @@ def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, ...
     out = {}
     for name in FILINGS:
         path = REALWORLD_DOCS / name
-        profile = pipeline.run_profile(path, name)
+        profile = pipeline.run_profile(path, name).profile
         work = tmp_path_factory.mktemp(name.replace(".", "_"))
         parse = pipeline.run_parse(name, path, name, profile, work / "parse", settings)
         chunks = pipeline.run_chunks(name, parse, profile, settings, work / "chunks")

@@ -114,7 +114,7 @@ def test_ingesting_the_same_file_again_gives_byte_identical_chunks(batch, tmp_pa
     settings, results, inbox = batch
     first = (_dir(settings, results["word_tables.docx"]) / "chunks.json").read_bytes()
     nav = (_dir(settings, results["word_tables.docx"]) / "doc_nav.json").read_bytes()
-    (again,) = ingest([inbox / "word_tables.docx"], settings)
+    (again,) = ingest([inbox / "word_tables.docx"], settings, force=True)
     assert again.status == "ok"
     assert again.document_id == results["word_tables.docx"].document_id
     assert (_dir(settings, again) / "chunks.json").read_bytes() == first

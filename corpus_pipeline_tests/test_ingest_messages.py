@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from corpus_pipeline.cli.ingest import _skipped_note
+from corpus_pipeline.cli.ingest_report import lost_note
 from corpus_pipeline.common.errors import ParseLimitError, format_mebibytes, sanitize
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.defs import documents
@@ -156,8 +156,8 @@ def test_the_ingest_line_counts_the_parts_a_document_lost(tmp_path):
     )
     skipped = _skipped_parts(tmp_path)
     assert skipped == {"image": 2, "table": 1}
-    assert _skipped_note(skipped) == "; 3 parts skipped: image ×2, table ×1"
-    assert _skipped_note({}) == ""
+    assert lost_note(skipped) == "; 3 parts lost: image ×2, table ×1"
+    assert lost_note({}) == ""
     assert _skipped_parts(tmp_path / "missing") == {}
 
 

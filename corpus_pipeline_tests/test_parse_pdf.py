@@ -329,11 +329,11 @@ def test_a_page_whose_recognition_fails_fails_alone(tmp_path, monkeypatch):
 
     calls = {"n": 0}
 
-    def second_fails(image: Any, lang: str) -> Any:
+    def second_fails(image: Any, lang: str, timeout: float = 0.0) -> Any:
         calls["n"] += 1
         if calls["n"] == 2:
             raise pytesseract.TesseractError(1, "engine crashed")
-        return real(image, lang)
+        return real(image, lang, timeout)
 
     monkeypatch.setattr(pdf_parser, "recognise", second_fails)
     path = _scanned_pdf(tmp_path / "scans.pdf", SCANNED_LINES[:3])

@@ -107,7 +107,7 @@ def _gone(pid: int) -> bool:
 
 def test_a_pdf_parses_in_a_worker_with_the_same_rows_as_in_process(settings, tmp_path):
     path = _pdf(tmp_path / "chapters.pdf", pages=3)
-    profile = pipeline.run_profile(path, path.name, None, settings)
+    profile = pipeline.run_profile(path, path.name, None, settings).profile
     isolated = _isolated(settings, path, profile, tmp_path / "worker")
     local = pipeline.run_parse("d1", path, path.name, profile, tmp_path / "local", settings)
     rows = pipeline.read_rows(isolated.rows_path)
@@ -121,10 +121,24 @@ def test_a_pdf_parses_in_a_worker_with_the_same_rows_as_in_process(settings, tmp
     ).read_bytes()
 
 
+def test_the_profiles_page_reads_reach_the_worker_and_change_nothing(settings, tmp_path):
+    """The worker's job carries what profiling read (pickled with it); its rows are the rows
+    of a worker that reads every page itself."""
+    path = _pdf(tmp_path / "chapters.pdf", pages=3)
+    profiled = pipeline.run_profile(path, path.name, None, settings)
+    assert profiled.reads is not None and profiled.reads.blocks
+    with_reads = run_parse_isolated(
+        "d1", path, path.name, profiled.profile, tmp_path / "with", settings, profiled.reads
+    )
+    without = _isolated(settings, path, profiled.profile, tmp_path / "without")
+    assert pipeline.read_rows(with_reads.rows_path) == pipeline.read_rows(without.rows_path)
+    assert with_reads.diagnostics == without.diagnostics
+
+
 def test_the_password_reaches_the_worker_in_memory(settings, tmp_path):
     path = DOCS / "2206.01062_pg3.pdf"
     with document_password("locked", "1234"):
-        profile = pipeline.run_profile(path, path.name, "locked", settings)
+        profile = pipeline.run_profile(path, path.name, "locked", settings).profile
         parsed = _isolated(settings, path, profile, tmp_path / "open", doc="locked")
     assert parsed.rows > 0
     with pytest.raises(PasswordRequiredError, match="password is needed"):
@@ -194,7 +208,9 @@ def test_a_parse_past_its_memory_limit_fails_naming_the_limit(settings, tmp_path
     assert _gone(pid)
     # The same limit leaves an ordinary document alone.
     small = DOCS / "wiki.md"
-    parsed = _isolated(limited, small, pipeline.run_profile(small, small.name), tmp_path / "s")
+    parsed = _isolated(
+        limited, small, pipeline.run_profile(small, small.name).profile, tmp_path / "s"
+    )
     assert parsed.rows > 0
 
 

@@ -112,7 +112,7 @@ path = Path(sys.argv[1])
 out = {}
 for helper in (False, True):
     settings = load_settings(home=Path(tempfile.mkdtemp()), pdf_page_helper=helper)
-    profile = pipeline.run_profile(path, path.name)
+    profile = pipeline.run_profile(path, path.name).profile
     work = Path(tempfile.mkdtemp())
     ctx = pipeline.parse_rows(path, path.name, profile, work, settings=settings)
     files = sorted(
@@ -165,7 +165,7 @@ def test_without_a_process_to_spare_the_parse_reads_every_page_itself(
         raise OSError("Resource temporarily unavailable")
 
     pdf = _long_pdf(tmp_path / "guide.pdf", pages=34)
-    profile = pipeline.run_profile(pdf, pdf.name)
+    profile = pipeline.run_profile(pdf, pdf.name).profile
     rows = {}
     for helper in (False, True):
         settings = load_settings(home=tmp_path / f"home-{helper}", pdf_page_helper=helper)

@@ -159,7 +159,6 @@ def test_a_browser_printed_filing_reads_the_same_without_its_structure_tree():
 
 def test_the_parse_reads_the_profiles_sampled_pages_and_gets_the_same_rows(tmp_path: Path) -> None:
     from corpus_pipeline.common.settings import load_settings
-    from corpus_pipeline.parsing.pdf import reads
     from corpus_pipeline.pipeline.stages import read_rows, run_parse, run_profile
 
     settings = load_settings(home=tmp_path)
@@ -168,21 +167,46 @@ def test_the_parse_reads_the_profiles_sampled_pages_and_gets_the_same_rows(tmp_p
     for text in ("Heading one\nBody text of the first page.", "Second page body text."):
         doc.new_page().insert_text((72, 72), text)
     doc.save(pdf)
-    profile = run_profile(pdf, pdf.name, settings=settings)
-    kept = reads.take(profile, pdf)
-    assert sorted(kept.blocks) == [1, 2]
-    reads.keep(profile, kept)
-    with_reads = run_parse("a", pdf, pdf.name, profile, tmp_path / "a", settings)
-    assert not reads.take(profile, pdf).blocks, "the parse takes the reads"
-    without = run_parse("b", pdf, pdf.name, profile, tmp_path / "b", settings)
+    profiled = run_profile(pdf, pdf.name, settings=settings)
+    assert profiled.reads is not None and sorted(profiled.reads.blocks) == [1, 2]
+    with_reads = run_parse(
+        "a", pdf, pdf.name, profiled.profile, tmp_path / "a", settings, profiled.reads
+    )
+    assert not profiled.reads.blocks, "the parse uses the reads instead of reading the pages"
+    without = run_parse("b", pdf, pdf.name, profiled.profile, tmp_path / "b", settings)
     assert read_rows(with_reads.rows_path) == read_rows(without.rows_path)
+
+
+def test_reads_of_another_file_are_not_used(tmp_path: Path) -> None:
+    """Reads travel with the file they were read from: a replaced file is read again."""
+    import os
+
+    from corpus_pipeline.common.settings import load_settings
+    from corpus_pipeline.pipeline.stages import read_rows, run_parse, run_profile
+
+    settings = load_settings(home=tmp_path)
+    pdf = tmp_path / "replaced.pdf"
+    for text in ("Old first page text.", "New first page text, a little longer."):
+        doc = mu.open()
+        doc.new_page().insert_text((72, 72), text)
+        doc.save(pdf)
+        if text.startswith("Old"):
+            profiled = run_profile(pdf, pdf.name, settings=settings)
+    os.utime(pdf, ns=(1, 1))  # another modification time, whatever the clock's resolution
+    assert profiled.reads is not None
+    parsed = run_parse(
+        "r", pdf, pdf.name, profiled.profile, tmp_path / "r", settings, profiled.reads
+    )
+    assert [r.text for r in read_rows(parsed.rows_path)] == [
+        "New first page text, a little longer."
+    ]
+    assert sorted(profiled.reads.blocks) == [1], "the stale reads were left alone"
 
 
 def test_the_table_finder_reads_what_the_profiles_probe_read(tmp_path: Path) -> None:
     """A page the probe flags keeps the probe's words, drawings, spans and blocks; the parse's
-    table finder uses them (through the worker process) and finds the same table."""
+    table finder uses them and finds the same table."""
     from corpus_pipeline.common.settings import load_settings
-    from corpus_pipeline.parsing.pdf import reads
     from corpus_pipeline.pipeline.stages import read_rows, run_parse, run_profile
 
     from .test_pdf_tables import _draw_table
@@ -196,15 +220,14 @@ def test_the_table_finder_reads_what_the_profiles_probe_read(tmp_path: Path) -> 
     _draw_table(page, 100.0, rows)
     doc.new_page().insert_text((72, 72), "A page of prose without any table on it.")
     doc.save(pdf)
-    profile = run_profile(pdf, pdf.name, settings=settings)
-    kept = reads.take(profile, pdf)
-    assert sorted(kept.tables) == [1], "only the flagged page's probe reads are kept"
+    profiled = run_profile(pdf, pdf.name, settings=settings)
+    kept = profiled.reads
+    assert kept is not None and sorted(kept.tables) == [1], "only the flagged page's reads"
     assert {"words", "paths", "spans", "blocks"} <= set(kept.tables[1])
     assert "textpage" not in kept.tables[1] and "page" not in kept.tables[1]
-    reads.keep(profile, kept)
-    with_reads = run_parse("a", pdf, pdf.name, profile, tmp_path / "a", settings)
-    assert not reads.take(profile, pdf).tables, "the parse takes them"
-    without = run_parse("b", pdf, pdf.name, profile, tmp_path / "b", settings)
+    with_reads = run_parse("a", pdf, pdf.name, profiled.profile, tmp_path / "a", settings, kept)
+    assert not kept.tables, "the table finder used the probe's reads"
+    without = run_parse("b", pdf, pdf.name, profiled.profile, tmp_path / "b", settings)
     rows_read = read_rows(with_reads.rows_path)
     assert rows_read == read_rows(without.rows_path)
     tables = [r for r in rows_read if r.row_type == "table"]

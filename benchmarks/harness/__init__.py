@@ -322,7 +322,7 @@ def linked_inbox(files: Sequence[Path], inbox: Path) -> Path:
 
 @dataclass(frozen=True)
 class FileResult:
-    """One line of `corpus ingest --json`."""
+    """One file's line of `corpus ingest --json`."""
 
     source_file_name: str
     status: str
@@ -376,13 +376,13 @@ def _ingest_command(paths: Sequence[Path], env: Mapping[str, str], args: Sequenc
         text=True,
         check=False,
     )
-    start = done.stdout.find("[")
-    if start < 0:
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    if not lines:
         raise RuntimeError(f"corpus ingest exited with {done.returncode}: {done.stderr[-2000:]}")
-    publish = done.stderr.split("publish failed:", 1)
+    publish: dict[str, Any] = next((line["publish"] for line in lines if "publish" in line), {})
     return {
-        "rows": json.loads(done.stdout[start:]),
-        "publish_error": " ".join(publish[1].split()) if len(publish) > 1 else None,
+        "rows": [line for line in lines if "file" in line],
+        "publish_error": publish.get("error"),
     }
 
 
@@ -413,12 +413,13 @@ def ingest_folder(
     results = sorted(
         (
             FileResult(
-                source_file_name=row["source_file_name"],
-                status=row["status"],
+                source_file_name=row["file"],
+                # A fresh home: "ingested" (an unchanged file counts as ingested too).
+                status="ok" if row["status"] in ("ingested", "unchanged") else row["status"],
                 document_id=row.get("document_id"),
                 error=row.get("error"),
-                chunks=row.get("chunks") or {},
-                skipped=row.get("skipped") or {},
+                chunks={**row.get("chunk_types", {}), "sections": row.get("sections", 0)},
+                skipped=row.get("lost_parts") or {},
                 seconds=float(row.get("seconds") or 0.0),
             )
             for run in runs

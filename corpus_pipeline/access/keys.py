@@ -33,9 +33,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import FastAPI, Header, Request
+from fastapi import FastAPI, Request, Security
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials
 
+from corpus_pipeline.access.openapi import API_KEY, BEARER
 from corpus_pipeline.contracts.keys import (
     KeyEntry,
     KeyFile,
@@ -484,15 +486,22 @@ def denied_response(exc: AccessDenied) -> JSONResponse:
 
 async def require_principal(
     request: Request,
-    authorization: Annotated[str | None, Header()] = None,
-    x_api_key: Annotated[str | None, Header()] = None,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)],
+    x_api_key: Annotated[str | None, Security(API_KEY)],
 ) -> Principal:
-    """The request's principal (FastAPI dependency of every keyed route)."""
+    """The request's principal (FastAPI dependency of every keyed route).
+
+    The two security schemes declare how a key is presented, so the OpenAPI document lists
+    them on every keyed route and Swagger UI can authorise; neither refuses anything itself
+    (`auto_error=False`). The key is taken from the raw headers by `api_key_from`, the rule
+    MCP applies too, so both surfaces read a malformed header (`Bearer` with a blank key
+    beside an `X-API-Key`, say) alike."""
+    del bearer, x_api_key  # parsed by FastAPI for the schemes; `api_key_from` decides
     resolver: KeyResolver = request.app.state.keys
     return principal_for_authorization(
         resolver,
-        authorization,
-        x_api_key,
+        request.headers.get("authorization"),
+        request.headers.get("x-api-key"),
         what=f"{request.method} {request.url.path}",
         client=request.client.host if request.client else None,
     )

@@ -6,8 +6,6 @@ carry secrets: endpoints are shown by scheme and host only.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,7 +43,7 @@ def run_checks(settings: CorpusSettings, query_url: str, ingest_url: str) -> Ite
         ("query service", False, lambda: api("query service", query_url)),
         ("upload API", False, lambda: api("upload API", ingest_url)),
         ("tesseract", False, tesseract),
-        ("libreoffice", False, libreoffice),
+        ("libreoffice", False, lambda: libreoffice(settings)),
         *[
             (f"model: {role}", False, lambda role=role: model_endpoint(settings, role))
             for role in _ROLES
@@ -147,12 +145,30 @@ def tesseract() -> Check:
     return Check("tesseract", True, f"{version}: OCR of scans and images on")
 
 
-def libreoffice() -> Check:
-    binary = shutil.which("soffice") or shutil.which("libreoffice")
+def libreoffice(settings: CorpusSettings) -> Check:
+    """The LibreOffice the door and the legacy parser use (`parsing.legacy`, with
+    CORPUS_LIBREOFFICE_PATH), and what its absence disables."""
+    from corpus_pipeline.parsing.legacy import (
+        INSTALL_HINT,
+        libreoffice_binary,
+        libreoffice_version,
+    )
+
+    binary = libreoffice_binary(settings)
     if binary is None:
-        return Check("libreoffice", True, "absent (not used: no parser converts through it)")
-    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
-    return Check("libreoffice", True, f"{out.stdout.strip() or 'present'} (not used by a parser)")
+        return Check(
+            "libreoffice",
+            False,
+            f"missing: legacy .doc, .ppt and the .xls files xlrd cannot read are refused at the "
+            f"door ({INSTALL_HINT})",
+        )
+    version = libreoffice_version(binary, settings.work_dir / "libreoffice")
+    return Check(
+        "libreoffice",
+        True,
+        f"LibreOffice {version or '(version unknown)'}: legacy .doc and .ppt files (and .xls files "
+        "xlrd cannot read) are converted",
+    )
 
 
 _ROLES = ("summary", "hierarchy", "image_description", "ocr", "classification")

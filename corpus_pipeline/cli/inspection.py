@@ -11,7 +11,7 @@ import click
 from rich.table import Table
 from rich.tree import Tree
 
-from corpus_pipeline.cli.output import console, err_console, fail, read_settings
+from corpus_pipeline.cli.output import CommandError, console, err_console, read_settings
 from corpus_pipeline.common.errors import CorpusError
 from corpus_pipeline.contracts import DocNav, HeadingNode, Manifest, SectionNode
 
@@ -29,9 +29,7 @@ def inspect_command(document_id: str) -> None:
     settings = read_settings()
     directory = settings.artifacts_dir / document_id
     if not (directory / "manifest.json").is_file():
-        raise click.UsageError(
-            f"document_id: no artifacts for '{document_id}' under {settings.artifacts_dir}"
-        )
+        raise CommandError(f"no artifacts for '{document_id}' under {settings.artifacts_dir}")
     manifest = Manifest.model_validate_json(
         (directory / "manifest.json").read_text(encoding="utf-8")
     )
@@ -65,12 +63,15 @@ def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
 
     settings = read_settings()
     try:
-        profile = pipeline.run_profile(file, file.name)
+        profiled = pipeline.run_profile(file, file.name)
+        profile = profiled.profile
         if stop_at == "profile":
             click.echo(profile.model_dump_json(indent=2))
             return
         with tempfile.TemporaryDirectory(prefix="corpus-debug-") as tmp:
-            ctx = pipeline.parse_rows(file, file.name, profile, Path(tmp))
+            ctx = pipeline.parse_rows(
+                file, file.name, profile, Path(tmp), prior_reads=profiled.reads
+            )
             rows = ctx.rows if stop_at == "parse" else pipeline.structure_rows(ctx.rows)
             if stop_at in ("parse", "hierarchy") and as_json:
                 payload: object = [r.model_dump(mode="json") for r in rows]
@@ -130,7 +131,7 @@ def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
             for d in ctx.diagnostics.items:
                 err_console.print(f"[yellow]{d.stage}/{d.code}[/]: {d.message}")
     except CorpusError as exc:
-        fail("error", exc, code=2)
+        raise CommandError(f"{file.name}: {exc}") from exc
 
 
 COMMANDS = [inspect_command, debug_command]

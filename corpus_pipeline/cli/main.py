@@ -7,11 +7,21 @@ import warnings
 
 import click
 
-from corpus_pipeline.cli import ingest, inspection, maintenance, search, services
+from corpus_pipeline.cli import (
+    formats,
+    history,
+    ingest,
+    inspection,
+    maintenance,
+    search,
+    services,
+)
+from corpus_pipeline.cli.evaluate import COMMANDS as EVAL_COMMANDS
 from query_service.api.commands import COMMANDS as SERVICE_COMMANDS
 
 
 @click.group()
+@click.version_option(package_name="corpus", message="corpus %(version)s")
 def main() -> None:
     """corpus: turn documents into a searchable, cited corpus."""
     # Dagster flags preview APIs (partitioned asset checks) on every load; not for end users.
@@ -22,7 +32,10 @@ for _command in (
     *ingest.COMMANDS,
     *inspection.COMMANDS,
     *search.COMMANDS,
+    *EVAL_COMMANDS,
+    *history.COMMANDS,
     *maintenance.COMMANDS,
+    *formats.COMMANDS,
     *services.COMMANDS,
     *SERVICE_COMMANDS,
 ):

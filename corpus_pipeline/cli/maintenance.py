@@ -9,7 +9,7 @@ from datetime import timedelta
 import click
 from rich.markup import escape
 
-from corpus_pipeline.cli.output import console, corpus_errors_as_usage, read_settings
+from corpus_pipeline.cli.output import console, corpus_errors, read_settings
 
 
 @click.command("gc")
@@ -26,7 +26,7 @@ def gc_command(dry_run: bool, min_age_minutes: int) -> None:
     registry record references; published revisions are never touched."""
     from corpus_pipeline.storage.gc import collect_garbage
 
-    with corpus_errors_as_usage():
+    with corpus_errors():
         report = collect_garbage(
             read_settings(), dry_run=dry_run, min_age=timedelta(minutes=min_age_minutes)
         )

@@ -1,23 +1,24 @@
-"""`corpus search` and `corpus runs`: the published revision searched from the command line
-(classic or agentic), and the records of agentic runs. The query service's retrieval modules
-are imported inside the commands, keeping `corpus --help` fast."""
+"""`corpus search`: the published revision searched from the command line (classic or
+agentic). The query service's retrieval modules are imported inside the command, keeping
+`corpus --help` fast."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, TypeVar
 
 import click
 from pydantic import ValidationError
-from rich.table import Table
+from rich.markup import escape
+from rich.text import Text
 
-from corpus_pipeline.cli.output import console, read_settings
+from corpus_pipeline.cli.output import CommandError, console, read_settings
 from corpus_pipeline.common.settings import CorpusSettings
 from query_service.config import ServiceSettings
 
 if TYPE_CHECKING:
+    from corpus_pipeline.cli.snippets import Snippet
     from corpus_pipeline.contracts.agentic import AgenticRequest
-    from corpus_pipeline.contracts.search import SearchRequest
+    from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
     from query_service.snapshot.revision import Revision
 
 R = TypeVar("R", "SearchRequest", "AgenticRequest")
@@ -68,7 +69,7 @@ def _open_published(settings: CorpusSettings, namespace: str) -> Revision:
     try:
         return open_revision(settings.published_dir, namespace)
     except NamespaceNotFound as exc:
-        raise click.UsageError(f"{exc} (run `corpus ingest` or `corpus publish` first)") from exc
+        raise CommandError(f"{exc} (run `corpus ingest` or `corpus publish` first)") from exc
 
 
 @click.command("search")
@@ -132,23 +133,51 @@ def search_command(
     if as_json:
         click.echo(response.model_dump_json(indent=2))
         return
+    _print_results(response)
+
+
+def _print_results(response: SearchResponse) -> None:
+    """Each result as a person reads it: rank, file, pages, section path and kind, then a
+    snippet with the query's words marked (bold on a terminal, between ** when piped)."""
+    from corpus_pipeline.cli.snippets import snippet
+
     console.print(
-        f"[dim]{len(response.results)} results for[/] {query!r} [dim]in '{response.namespace}' "
-        f"revision {response.revision} ({response.took_ms:.1f} ms)[/]"
+        f"[dim]{len(response.results)} results for[/] {escape(repr(response.query))} [dim]in "
+        f"'{response.namespace}' revision {response.revision} ({response.took_ms:.1f} ms)[/]",
+        highlight=False,
     )
     for rank, r in enumerate(response.results, 1):
         where = " > ".join(r.section_path) or "(document start)"
-        pages = f" p.{','.join(map(str, r.pages))}" if r.pages else ""
+        pages = f"  {'pp' if len(r.pages) > 1 else 'p'}. {_pages(r.pages)}" if r.pages else ""
         console.print(
-            f"\n[bold]{rank}.[/] [cyan]{r.source_file_name}[/]{pages} — {where} [dim]({r.chunk_type.value}, score {r.score:.4f}, {r.chunk_id})[/]"
+            f"\n[bold]{rank}.[/] [cyan]{escape(r.source_file_name)}[/]{pages}  {escape(where)}  "
+            f"[dim]({r.chunk_type.value}, score {r.score:.4f})[/]",
+            highlight=False,
         )
-        text = r.content if len(r.content) <= 400 else r.content[:400] + " …"
-        console.print(text, markup=False)
+        console.print(_marked(snippet(r.content, response.query)))
         if len(r.occurrences) > 1:
             others = ", ".join(
                 f"{o.source_file_name}: {' > '.join(o.section_path)}" for o in r.occurrences[1:]
             )
-            console.print(f"[dim]also in: {others}[/]")
+            console.print(f"[dim]also in: {escape(others)}[/]")
+
+
+def _pages(pages: list[int]) -> str:
+    """'4' or '4-6' for consecutive pages, else '4, 7'."""
+    if len(pages) > 1 and pages == list(range(pages[0], pages[-1] + 1)):
+        return f"{pages[0]}-{pages[-1]}"
+    return ", ".join(map(str, pages))
+
+
+def _marked(found: Snippet) -> Text:
+    """The snippet, indented, its marked words bold on a terminal; plain text with the marks
+    as ** when stdout is not one (rich drops styles there)."""
+    if not console.is_terminal:
+        return Text("   " + found.plain())
+    text = Text("   " + found.text)
+    for start, end in found.marks:
+        text.stylize("bold yellow", start + 3, end + 3)
+    return text
 
 
 def _agentic_search(
@@ -177,32 +206,4 @@ def _agentic_search(
     )
 
 
-@click.command("runs")
-@click.option("--namespace", "-n", default=None)
-@click.option("--limit", default=20, show_default=True, type=int)
-def runs_command(namespace: str | None, limit: int) -> None:
-    """List recent agentic runs (append-only records under $CORPUS_HOME/runs)."""
-    from query_service.snapshot.records import read_runs
-
-    settings = read_settings()
-    table = read_runs(settings.home / "runs", namespace)
-    rows = [r for r in table.to_pylist() if r["record_type"] == "run"]
-    rows.sort(key=lambda r: r["created_at"], reverse=True)
-    out = Table(title=f"{len(rows)} runs")
-    for col in ("created_at", "run_id", "query", "tokens", "latency ms", "outcome"):
-        out.add_column(col, overflow="fold")
-    for r in rows[:limit]:
-        query = json.loads(r["inputs"]).get("query", "")
-        outcome = json.loads(r["outputs"]).get("stop_reason", "")
-        out.add_row(
-            str(r["created_at"])[:19],
-            r["run_id"],
-            query[:60],
-            str(r["tokens"]),
-            f"{r['latency_ms']:.0f}",
-            outcome,
-        )
-    console.print(out)
-
-
-COMMANDS = [search_command, runs_command]
+COMMANDS = [search_command]

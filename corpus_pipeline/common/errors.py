@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import zipfile
+import zlib
 
 
 class CorpusError(Exception):
@@ -188,3 +190,18 @@ def describe_unexpected(stage: str, exc: BaseException) -> str:
     """`unexpected_error_message` for a live exception (its class hierarchy names the kind)."""
     bases = tuple(c.__name__ for c in type(exc).__mro__[1:])
     return unexpected_error_message(stage, type(exc).__name__, str(exc), bases)
+
+
+# What reading a damaged ZIP container (or one of its members) raises besides BadZipFile: bad
+# offsets or names (ValueError, UnicodeDecodeError), an unknown compression or version
+# (NotImplementedError), an encrypted member (RuntimeError), a broken deflate stream
+# (zlib.error, EOFError). Every reader of a ZIP-based format catches exactly these.
+ZIP_DAMAGE = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    OSError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+)

@@ -100,6 +100,8 @@ class CorpusSettings(HomeLayout, BaseSettings):
     # Parse budget: a document is cut (with a diagnostic) after this many pages / characters.
     parse_max_pages: int = Field(default=5000, ge=1)
     parse_max_chars: int = Field(default=20_000_000, ge=1)
+    # A delimited file (CSV/TSV) is cut, the same way, after this many cells.
+    parse_max_cells: int = Field(default=1_000_000, ge=1)
     # PDFs longer than this are parsed range by range (cut at top-level TOC entries if any).
     pdf_split_pages: int = Field(default=200, ge=1)
     # Each document's parse runs in a worker process that is killed past these limits, so a
@@ -133,6 +135,13 @@ class CorpusSettings(HomeLayout, BaseSettings):
     document_executor: Literal["in_process", "multiprocess"] = "in_process"
     # Scanned pages of one PDF recognised side by side (single-threaded Tesseract processes).
     ocr_workers: int = Field(default=2, ge=1, le=32)
+    # Legacy Office files (.doc, .ppt, an .xls xlrd cannot read) are converted by LibreOffice
+    # (`parsing.legacy`): its binary (a path or a command name; empty: `soffice`, else
+    # `libreoffice`, on the PATH), how long one conversion may run before its whole process
+    # group is killed, and how many run at once on this machine (across processes).
+    libreoffice_path: str = ""
+    libreoffice_timeout_seconds: float = Field(default=120.0, gt=0)
+    libreoffice_max_parallel: int = Field(default=2, ge=1, le=32)
 
     # LLM roles (any OpenAI-compatible endpoint). Empty model = off; offline defaults are used.
     llm_base_url: str = ""

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from corpus_pipeline.contracts.base import Contract
-from corpus_pipeline.contracts.profile import DocumentProfile
+from corpus_pipeline.contracts.profile import DocumentProfile, FileFormat
 
 SCHEMA_VERSION: Literal["1.0"] = "1.0"
 
@@ -279,6 +279,17 @@ class DocumentSubject(_Model):
     )
 
 
+class Conversion(_Model):
+    """A file converted before it was parsed (a legacy Office file through LibreOffice): what
+    read its content, so a surprise in the chunks can be traced to the converter."""
+
+    tool: str = Field(description="The converter, e.g. 'LibreOffice'.")
+    version: str | None = Field(default=None, description="The version the converter reports.")
+    from_format: FileFormat = Field(description="The format as delivered, e.g. 'doc'.")
+    to_format: FileFormat = Field(description="The format parsed, e.g. 'docx'.")
+    seconds: float = Field(ge=0, description="Wall time of the conversion itself.")
+
+
 class Manifest(_Model):
     schema_version: Literal["1.0"] = SCHEMA_VERSION
     document_id: str
@@ -296,6 +307,10 @@ class Manifest(_Model):
     source: SourceInfo
     profile: DocumentProfile
     parser: str = Field(description="Parser strategy that produced the rows.")
+    conversion: Conversion | None = Field(
+        default=None,
+        description="How the file was converted before parsing (null: parsed as delivered).",
+    )
     pipeline_version: str
     timings: dict[str, float] = Field(description="Seconds per stage.")
     statistics: Statistics

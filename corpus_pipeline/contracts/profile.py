@@ -24,6 +24,16 @@ class FileFormat(StrEnum):
     HTML = "html"
     IMAGE = "image"
     SEGMENTS_JSON = "segments_json"
+    ODT = "odt"
+    ODP = "odp"
+    RTF = "rtf"
+    EPUB = "epub"
+    EML = "eml"
+    MSG = "msg"
+    MBOX = "mbox"
+    CSV = "csv"
+    DOC = "doc"  # legacy Word (OLE2), converted by LibreOffice
+    PPT = "ppt"  # legacy PowerPoint (OLE2), converted by LibreOffice
     UNKNOWN = "unknown"
 
 
@@ -120,5 +130,10 @@ class DocumentProfile(FrozenModel):
     image_count: int | None = None
     language: str | None = Field(default=None, description="ISO 639-1 guess from a text sample.")
     has_embedded_toc: bool = False
+    needs_conversion: bool = Field(
+        default=False,
+        description="No reader here opens the file as delivered (legacy Word or PowerPoint, an "
+        ".xls xlrd cannot read): LibreOffice converts it before parsing.",
+    )
     pdf: PdfProfile | None = Field(default=None, description="PDF facts (PDF files only).")
     routing: RoutingDecision

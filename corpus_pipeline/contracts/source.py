@@ -34,3 +34,8 @@ class SourceRecord(FrozenModel):
     organizational_unit: str | None = None
     document_date: date | None = None
     received_at: datetime
+    attached_to: str | None = Field(
+        default=None,
+        description="The document id of the e-mail this file was attached to (the published "
+        "graph links the two); None for a file delivered on its own.",
+    )

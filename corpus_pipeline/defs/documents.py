@@ -40,6 +40,7 @@ from corpus_pipeline.defs.resources import (
 from corpus_pipeline.defs.versions import code_version
 from corpus_pipeline.pipeline import isolation as worker
 from corpus_pipeline.pipeline import stages as pipeline
+from corpus_pipeline.profiling import Profiled
 
 GROUP = "documents"
 STEP = "document_pipeline"
@@ -195,18 +196,19 @@ def _source(settings: CorpusSettings, document_id: str) -> tuple[SourceOutput, M
     }
 
 
-def _profile(source: SourceOutput, settings: CorpusSettings) -> tuple[DocumentProfile, Metadata]:
+def _profile(source: SourceOutput, settings: CorpusSettings) -> tuple[Profiled, Metadata]:
     started = time.perf_counter()
     record = source.record
-    profile = pipeline.run_profile(
+    profiled = pipeline.run_profile(
         Path(source.local_path), record.source_file_name, record.document_id, settings
     )
+    profile = profiled.profile
     pdf: Metadata = (
         {"pdf_category": profile.pdf.category, "classification": profile.pdf.classification}
         if profile.pdf is not None
         else {}
     )
-    return profile, {
+    return profiled, {
         "format": profile.format.value,
         "strategy": profile.routing.strategy,
         "routing_reason": profile.routing.reason,
@@ -221,16 +223,17 @@ def _profile(source: SourceOutput, settings: CorpusSettings) -> tuple[DocumentPr
 
 
 def _parse(
-    source: SourceOutput, profile: DocumentProfile, settings: CorpusSettings
+    source: SourceOutput, profiled: Profiled, settings: CorpusSettings
 ) -> tuple[pipeline.ParseOutput, Metadata]:
     record = source.record
     parsed = worker.run_parse_isolated(
         record.document_id,
         Path(source.local_path),
         record.source_file_name,
-        profile,
+        profiled.profile,
         pipeline.stage_dir(settings, record.document_id, "parse"),
         settings,
+        profiled.reads,
     )
     return parsed, {
         "path": dg.MetadataValue.path(parsed.rows_path),
@@ -435,10 +438,11 @@ def run_document(
         data_version=dg.DataVersion(source.record.sha256),
     )
     with user_errors("profile"):
-        profile, metadata = _profile(source, settings)
+        profiled, metadata = _profile(source, settings)
+    profile = profiled.profile
     yield dg.MaterializeResult(asset_key="document_profile", metadata=metadata)
     with user_errors("parse"):
-        parsed, metadata = _parse(source, profile, settings)
+        parsed, metadata = _parse(source, profiled, settings)
     yield dg.MaterializeResult(asset_key="parsed_document", metadata=metadata)
     with user_errors("chunks"):
         chunks, metadata = _chunks(document_id, parsed, profile, settings)

@@ -57,6 +57,7 @@ from corpus_pipeline.intake.sync import (
     scan_bucket,
     scan_folder,
 )
+from corpus_pipeline.parsing.legacy import libreoffice_available
 from corpus_pipeline.storage.gc import forget_document
 
 _ACTIVE = [
@@ -214,7 +215,12 @@ def _apply(
     for address in plan.new + plan.updated:
         try:
             data = fetch(address)
-            admit(address, data, max_bytes=settings.max_file_bytes)
+            admit(
+                address,
+                data,
+                max_bytes=settings.max_file_bytes,
+                libreoffice=libreoffice_available(settings),
+            )
             record = registry.register(data, address, ns, kind)
         except (CorpusError, OSError) as exc:
             tick.failed += 1

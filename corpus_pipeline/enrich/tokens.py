@@ -15,7 +15,22 @@ def encoding() -> Any:
     return bpe_openai.get_encoding(ENCODING_NAME)
 
 
+# The encoder refuses inputs past about a million characters or 200k tokens; a longer text
+# (a huge table, a file of one line) is counted in pieces cut at white space.
+_PIECE = 100_000
+
+
 def count_tokens(text: str) -> int:
     if not text:
         return 0
-    return len(encoding().encode(text))
+    if len(text) <= _PIECE:
+        return len(encoding().encode(text))
+    total, start = 0, 0
+    while start < len(text):
+        end = min(start + _PIECE, len(text))
+        if end < len(text):
+            cut = text.rfind(" ", start + _PIECE // 2, end)
+            end = cut if cut > start else end
+        total += len(encoding().encode(text[start:end]))
+        start = end
+    return total

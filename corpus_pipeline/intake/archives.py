@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
-from corpus_pipeline.common.errors import InvalidInputError
+from corpus_pipeline.common.errors import ZIP_DAMAGE, InvalidInputError
 
 MIB = 1024 * 1024
 _CHUNK = 64 * 1024
@@ -64,7 +64,7 @@ def read_archive(name: str, data: bytes, limits: ArchiveLimits | None = None) ->
             reader.read_zip()
         else:
             reader.read_tar()
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as exc:
+    except (*ZIP_DAMAGE, tarfile.TarError) as exc:
         raise InvalidInputError(
             "archive", f"not a readable {kind} archive ({type(exc).__name__})"
         ) from None

@@ -5,7 +5,8 @@ its type sniffed from the bytes is a document format and agrees with its extensi
 `.pdf` that is a ZIP is refused), its container opens (a truncated PDF or Office file is
 refused), and an encrypted PDF comes with a password. Each refusal carries the HTTP status an
 API answers with and a message that names the reason. `safe_name` turns a delivered file name
-into a label that can never act as a path.
+into a label that can never act as a path. `deliveries` lists the documents a file delivers:
+itself, an archive's members, and what an e-mail carries (`intake.mail`), each admitted here.
 """
 
 from __future__ import annotations
@@ -14,18 +15,27 @@ import io
 import re
 import unicodedata
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
 from corpus_pipeline.common.errors import (
+    ZIP_DAMAGE,
     CorpusError,
     CorruptDocumentError,
     PasswordRequiredError,
     UnsupportedFormatError,
 )
 from corpus_pipeline.contracts import FileFormat
-from corpus_pipeline.intake.archives import archive_kind, read_archive
+from corpus_pipeline.intake.archives import ArchiveLimits, archive_kind, read_archive
+from corpus_pipeline.intake.mail import MAX_DEPTH, carried, msg_refusal
+from corpus_pipeline.parsing.legacy import (
+    INSTALL_HINT,
+    KINDS,
+    libreoffice_available,
+    xlrd_refusal,
+)
 from corpus_pipeline.profiling.sniff import sniff_format
 
 # Extension → the formats its bytes may be (text formats overlap: a .md without headings
@@ -35,19 +45,48 @@ FAMILIES: dict[str, frozenset[FileFormat]] = {
     "docx": frozenset({FileFormat.DOCX}),
     "pptx": frozenset({FileFormat.PPTX}),
     "xlsx": frozenset({FileFormat.XLSX}),
-    "xls": frozenset({FileFormat.XLS}),
+    # What Word, PowerPoint and Excel open under a legacy name: the binary format, its modern
+    # successor and (Word, Excel) HTML, e.g. a report system's export saved as .xls.
+    "doc": frozenset({FileFormat.DOC, FileFormat.DOCX, FileFormat.RTF, FileFormat.HTML}),
+    "ppt": frozenset({FileFormat.PPT, FileFormat.PPTX}),
+    "xls": frozenset({FileFormat.XLS, FileFormat.XLSX, FileFormat.HTML}),
     "ods": frozenset({FileFormat.ODS}),
+    "odt": frozenset({FileFormat.ODT}),
+    "odp": frozenset({FileFormat.ODP}),
+    "epub": frozenset({FileFormat.EPUB}),
+    "rtf": frozenset({FileFormat.RTF}),
     "html": frozenset({FileFormat.HTML}),
     "htm": frozenset({FileFormat.HTML}),
     **dict.fromkeys(
-        ("md", "markdown", "txt", "text"), frozenset({FileFormat.MARKDOWN, FileFormat.TEXT})
+        ("md", "markdown", "txt", "text"),
+        frozenset({FileFormat.MARKDOWN, FileFormat.TEXT, FileFormat.CSV, FileFormat.EML}),
     ),
+    # A .csv whose rows do not split consistently is read as text.
+    **dict.fromkeys(("csv", "tsv"), frozenset({FileFormat.CSV, FileFormat.TEXT})),
+    "eml": frozenset({FileFormat.EML}),
+    "msg": frozenset({FileFormat.MSG}),
+    "mbox": frozenset({FileFormat.MBOX}),
     "json": frozenset({FileFormat.SEGMENTS_JSON, FileFormat.TEXT}),
     **dict.fromkeys(
         ("png", "jpg", "jpeg", "gif", "webp", "tif", "tiff", "bmp"), frozenset({FileFormat.IMAGE})
     ),
 }
-_OFFICE = {FileFormat.DOCX, FileFormat.PPTX, FileFormat.XLSX, FileFormat.ODS}
+_OFFICE = {
+    FileFormat.DOCX,
+    FileFormat.PPTX,
+    FileFormat.XLSX,
+    FileFormat.ODS,
+    FileFormat.ODT,
+    FileFormat.ODP,
+    FileFormat.EPUB,
+}
+# The part a package cannot be read without: refused at the door when it is missing.
+_MAIN_PART = {
+    FileFormat.ODS: "content.xml",
+    FileFormat.ODT: "content.xml",
+    FileFormat.ODP: "content.xml",
+    FileFormat.EPUB: "META-INF/container.xml",
+}
 
 
 class Refused(CorpusError):
@@ -64,8 +103,19 @@ class Admitted:
     evidence: str
 
 
-def admit(name: str, data: bytes, *, max_bytes: int, has_password: bool = False) -> Admitted:
-    """The file's sniffed format when it may be stored, else `Refused` naming why."""
+def admit(
+    name: str,
+    data: bytes,
+    *,
+    max_bytes: int,
+    has_password: bool = False,
+    libreoffice: bool | None = None,
+    mailbox: bool = False,
+) -> Admitted:
+    """The file's sniffed format when it may be stored, else `Refused` naming why.
+    `libreoffice`: whether this deployment has LibreOffice (`parsing.legacy`; None: looked up
+    with the settings of the environment). `mailbox`: an mbox is admitted, for `deliveries`
+    to split into its messages; alone it is refused, as no document."""
     label = safe_name(name)
     if not data:
         raise Refused(400, f"'{label}' is empty")
@@ -82,19 +132,47 @@ def admit(name: str, data: bytes, *, max_bytes: int, has_password: bool = False)
             f"'{label}' is {sniffed.format.value} by its bytes ({sniffed.evidence}), "
             f"not .{extension}",
         )
+    if sniffed.format is FileFormat.MBOX and not mailbox:
+        raise Refused(415, f"'{label}' is an mbox of many messages: {_MBOX_HINT}")
     _opens(sniffed.format, data, has_password)
+    _convertible(label, sniffed.format, data, libreoffice)
     return Admitted(sniffed.format, sniffed.evidence)
 
 
+def _convertible(label: str, fmt: FileFormat, data: bytes, libreoffice: bool | None) -> None:
+    """A file only LibreOffice reads (legacy Word or PowerPoint, an .xls xlrd cannot open) is
+    refused on a deployment without it: accepted, it could only fail later."""
+    if fmt not in KINDS or (libreoffice_available() if libreoffice is None else libreoffice):
+        return
+    what = f"a {KINDS[fmt]}"
+    if fmt is FileFormat.XLS:
+        refusal = xlrd_refusal(data)
+        if refusal is None:
+            return  # read by xlrd
+        what = f"{what} that xlrd cannot read ({refusal})"
+    raise Refused(
+        415,
+        f"'{label}' is {what}: it needs LibreOffice, which is not installed on this deployment "
+        f"({INSTALL_HINT})",
+    )
+
+
 def _opens(fmt: FileFormat, data: bytes, has_password: bool) -> None:
-    """The container opens: a PDF's objects, an Office file's ZIP directory."""
+    """The container opens: a PDF's objects, an Office file's ZIP (or OLE2) directory."""
+    if fmt in KINDS and not _ole_opens(data):
+        detail = "truncated or damaged (OLE2 container)"
+        raise Refused(400, str(CorruptDocumentError(fmt.value, detail)))
     if fmt in _OFFICE:
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                archive.infolist()
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+                names = set(archive.namelist())
+        except ZIP_DAMAGE as exc:
             detail = f"truncated or damaged ({type(exc).__name__})"
             raise Refused(400, str(CorruptDocumentError(fmt.value, detail))) from None
+        main = _MAIN_PART.get(fmt)
+        if main is not None and main not in names:
+            detail = f"the package has no {main}"
+            raise Refused(400, str(CorruptDocumentError(fmt.value, detail)))
     elif fmt is FileFormat.PDF:
         import pymupdf
 
@@ -110,6 +188,23 @@ def _opens(fmt: FileFormat, data: bytes, has_password: bool) -> None:
             raise Refused(400, str(PasswordRequiredError("pdf")))
         if not encrypted and pages == 0:
             raise Refused(400, str(CorruptDocumentError("pdf", "no pages (truncated?)")))
+    elif fmt is FileFormat.MSG:
+        failure = msg_refusal(data)
+        if failure is not None:
+            detail = f"not a readable Outlook message ({failure})"
+            raise Refused(400, str(CorruptDocumentError("msg", detail)))
+
+
+def _ole_opens(data: bytes) -> bool:
+    """Whether a legacy Office file's OLE2 directory reads."""
+    import olefile  # type: ignore[import-untyped]
+
+    try:
+        with olefile.OleFileIO(io.BytesIO(data)) as ole:
+            ole.listdir()
+    except Exception:  # olefile reports damage as several exception classes
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -119,27 +214,74 @@ class Delivery:
     label: str
     data: bytes
     refused: Refused | None = None
+    # The label of the e-mail this file is attached to (`intake.mail`), which its record
+    # names (`SourceRecord.attached_to`); None for any other document.
+    parent: str | None = None
 
 
 def deliveries(
-    name: str, data: bytes, *, max_bytes: int, has_password: bool = False
+    name: str,
+    data: bytes,
+    *,
+    max_bytes: int,
+    has_password: bool = False,
+    libreoffice: bool | None = None,
 ) -> list[Delivery]:
     """The documents in one delivered file: the file itself, or each member of an archive
-    (labelled `<archive>/<member path>`), each admitted at the door. A refused single file, or
-    an archive refused whole (`archives.read_archive`), raises; a refused member is returned
-    with its refusal, so the caller decides between skipping it and refusing the delivery."""
+    (labelled `<archive>/<member path>`), each admitted at the door, followed by what an e-mail
+    carries (`intake.mail`: an mbox is only its messages, a message is followed by its
+    attachments). A refused single file, or an archive refused whole
+    (`archives.read_archive`), raises; a refused member or attachment is returned with its
+    refusal, so the caller decides between skipping it and refusing the delivery."""
+
+    def check(label: str, content: bytes) -> FileFormat:
+        found = admit(
+            label,
+            content,
+            max_bytes=max_bytes,
+            has_password=has_password,
+            libreoffice=libreoffice,
+            mailbox=True,
+        )
+        return found.format
+
     if not archive_kind(name):
-        admit(name, data, max_bytes=max_bytes, has_password=has_password)
-        return [Delivery(name, data)]
-    out = []
-    for member in read_archive(name, data):
-        label = f"{name}/{member.path}"
+        out = _with_carried(Delivery(name, data), check(name, data), check, 0)
+    else:
+        out = []
+        for member in read_archive(name, data):
+            label = f"{name}/{member.path}"
+            try:
+                found = check(label, member.data)
+                out.extend(_with_carried(Delivery(label, member.data), found, check, 0))
+            except Refused as exc:
+                out.append(Delivery(label, member.data, exc))
+    limit = ArchiveLimits.max_entries
+    if len(out) > limit:
+        raise Refused(400, f"'{name}' holds more than {limit} documents; nothing was stored")
+    return out
+
+
+_MBOX_HINT = "deliver it with `corpus ingest` or the upload API, which store each as a document"
+
+
+def _with_carried(
+    delivery: Delivery, fmt: FileFormat, check: Callable[[str, bytes], FileFormat], depth: int
+) -> list[Delivery]:
+    """An admitted delivery (not an mbox: it is only its messages) and, recursively, the files
+    it carries, each admitted by `check`; one refused is listed with its refusal."""
+    out = [] if fmt is FileFormat.MBOX else [delivery]
+    items = carried(delivery.label, delivery.data, fmt) if depth < MAX_DEPTH else []
+    if fmt is FileFormat.MBOX and not items:
+        raise Refused(400, f"'{safe_name(delivery.label)}' holds no e-mail message")
+    for item in items:
+        inner = Delivery(item.label, item.data, parent=item.parent)
         try:
-            admit(label, member.data, max_bytes=max_bytes, has_password=has_password)
+            found = check(item.label, item.data)
         except Refused as exc:
-            out.append(Delivery(label, member.data, exc))
-        else:
-            out.append(Delivery(label, member.data))
+            out.append(Delivery(item.label, item.data, exc, item.parent))
+            continue
+        out.extend(_with_carried(inner, found, check, depth + 1))
     return out
 
 

@@ -198,17 +198,25 @@ async def receive_form(
 @dataclass(frozen=True)
 class Checked:
     """One document a delivered file holds, as the door found it: admitted (its bytes at
-    `path`) or refused (`status`, `message`); `member` when it came out of an archive."""
+    `path`) or refused (`status`, `message`); `member` when it came out of an archive (or an
+    e-mail), `parent` the label of the e-mail it is attached to."""
 
     label: str
     path: str | None = None
     status: int | None = None
     message: str | None = None
     member: bool = False
+    parent: str | None = None
 
 
 def check_file(
-    path: str, sent: str, scratch: str, number: int, max_bytes: int, has_password: bool
+    path: str,
+    sent: str,
+    scratch: str,
+    number: int,
+    max_bytes: int,
+    has_password: bool,
+    libreoffice: bool | None = None,
 ) -> list[Checked]:
     """The door's verdict on one received file, run in a door process: parsers of untrusted
     bytes (PDF, Office, archives) hold the interpreter and may crash, so neither may stall or
@@ -217,7 +225,11 @@ def check_file(
     name = safe_name(sent)
     try:
         found = deliveries(
-            name, Path(path).read_bytes(), max_bytes=max_bytes, has_password=has_password
+            name,
+            Path(path).read_bytes(),
+            max_bytes=max_bytes,
+            has_password=has_password,
+            libreoffice=libreoffice,
         )
     except Refused as exc:
         return [Checked(name, status=exc.status, message=str(exc))]
@@ -227,11 +239,12 @@ def check_file(
     for member, item in enumerate(found):
         inside = item.label != name
         if item.refused is not None:
-            out.append(Checked(item.label, None, item.refused.status, str(item.refused), inside))
+            refusal = (item.refused.status, str(item.refused))
+            out.append(Checked(item.label, None, *refusal, inside, item.parent))
         elif not inside:
             out.append(Checked(name, path))  # the file itself: on disk already
         else:
             target = Path(scratch) / f"{number:05d}-{member:05d}"
             target.write_bytes(item.data)
-            out.append(Checked(item.label, str(target), member=True))
+            out.append(Checked(item.label, str(target), member=True, parent=item.parent))
     return out

@@ -22,6 +22,7 @@ from pathlib import Path
 import dagster as dg
 
 from corpus_pipeline.common.errors import CorpusError, InvalidInputError
+from corpus_pipeline.common.ids import document_id_for, sha256_bytes
 from corpus_pipeline.common.secrets import document_password
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import SourceKind, SourceRecord
@@ -33,9 +34,11 @@ from corpus_pipeline.orchestration.runs import (
     dagster_instance,
     fail_orphaned_runs,
     resources_for,
+    unchanged_outcome,
 )
+from corpus_pipeline.parsing.legacy import libreoffice_available
 from corpus_pipeline.pipeline import processes
-from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
+from corpus_pipeline.storage.store import ObjectStore, SourceRegistry, blob_key
 
 # A batch is cut into at least this many range runs per worker (see `_tasks`).
 TASKS_PER_WORKER = 4
@@ -134,8 +137,12 @@ def ingest(
     organizational_unit: str | None = None,
     on_progress: Callable[[IngestResult], None] | None = None,
     password: str | None = None,
+    force: bool = False,
 ) -> list[IngestResult]:
     """Ingest files; `password` opens encrypted PDFs and lives only in process memory.
+
+    A file whose document is committed from the same bytes by the current code comes back
+    `unchanged` without a run (`force` runs it again, e.g. after a change of settings).
 
     Every file is stored and its partition registered first, here; then documents are
     materialised by up to `settings.ingest_workers` processes side by side (each with its own
@@ -168,7 +175,7 @@ def ingest(
             for _ in range(workers):
                 pool.submit(_ready)
         results, groups = _register(
-            files, instance, settings, ns, organizational_unit, on_progress, password
+            files, instance, settings, ns, organizational_unit, on_progress, password, force
         )
         order = list(instance.get_dynamic_partitions(DOCUMENTS_PARTITION))
         tasks = _tasks(groups, order, workers)
@@ -211,34 +218,51 @@ def _register(
     instance: dg.DagsterInstance,
     settings: CorpusSettings,
     ns: str,
-    organizational_unit: str | None,
+    unit: str | None,
     on_progress: Callable[[IngestResult], None] | None,
     password: str | None,
+    force: bool,
 ) -> tuple[list[IngestResult], list[list[_Job]]]:
     """Store every file durably and register its document's partition; files with the same
     content form one group (one partition, materialised once per copy, in order). An archive
     is read and checked whole first (`archives.read_archive`): refused, nothing of it is
     stored; accepted, each member in a document format becomes a document named
-    `<archive>/<member path>`, the others are reported and skipped."""
+    `<archive>/<member path>`, the others are reported and skipped. A document whose bytes
+    are committed already (`runs.unchanged_outcome`) is reported unchanged and not run again,
+    unless `force`."""
     registry = SourceRegistry(ObjectStore(settings.object_store))
     results: list[IngestResult] = []
     by_document: dict[str, list[_Job]] = {}
     for path, name in files:
         started = time.perf_counter()
-        for outcome, data in _deliveries(path, name, settings, password):
-            results.append(outcome)
+        for delivered, data, parent in _deliveries(path, name, settings, password):
+            outcome, record = delivered, None
+            # An e-mail's attachment is recorded as attached to it (`door.Delivery.parent`).
+            attached = document_id_for(ns, parent) if parent is not None else None
             if data is not None:
                 try:
-                    record = registry.register(
-                        data, outcome.source_file_name, ns, SourceKind.CLI, organizational_unit
+                    same = (
+                        None
+                        if force
+                        else _unchanged(
+                            registry, instance, settings, delivered, data, ns, unit, attached
+                        )
                     )
+                    if same is not None:
+                        outcome = same
+                    else:
+                        label = delivered.source_file_name
+                        record = registry.register(
+                            data, label, ns, SourceKind.CLI, unit, attached_to=attached
+                        )
                 except CorpusError as exc:
                     outcome.error = str(exc)
-                else:
-                    outcome.document_id = record.document_id
-                    job = _Job(len(results) - 1, outcome, record)
-                    by_document.setdefault(record.document_id, []).append(job)
-                    continue
+            results.append(outcome)
+            if record is not None:
+                outcome.document_id = record.document_id
+                job = _Job(len(results) - 1, outcome, record)
+                by_document.setdefault(record.document_id, []).append(job)
+                continue
             outcome.seconds = time.perf_counter() - started
             if on_progress is not None:
                 on_progress(outcome)
@@ -252,28 +276,68 @@ def _register(
     return results, list(by_document.values())
 
 
+def _unchanged(
+    registry: SourceRegistry,
+    instance: dg.DagsterInstance,
+    settings: CorpusSettings,
+    outcome: IngestResult,
+    data: bytes,
+    namespace: str,
+    unit: str | None,
+    attached_to: str | None = None,
+) -> IngestResult | None:
+    """The outcome of an admitted delivery whose registered record and committed artifacts it
+    would leave as they are (the record it would register is built, not stored), else None."""
+    name = outcome.source_file_name
+    document_id = document_id_for(namespace, name)
+    previous = registry.find(document_id)
+    if previous is None:
+        return None
+    sha = sha256_bytes(data)
+    candidate = SourceRecord(
+        document_id=document_id,
+        namespace=namespace,
+        source_file_name=name,
+        object_key=blob_key(sha),
+        sha256=sha,
+        size_bytes=len(data),
+        source_kind=SourceKind.CLI,
+        organizational_unit=unit,
+        received_at=previous.received_at,
+        attached_to=attached_to,
+    )
+    return unchanged_outcome(settings, instance, previous, candidate, outcome.path)
+
+
 def _deliveries(
     path: Path, name: str, settings: CorpusSettings, password: str | None
-) -> Iterator[tuple[IngestResult, bytes | None]]:
+) -> Iterator[tuple[IngestResult, bytes | None, str | None]]:
     """The documents one file delivers (`door.deliveries`), each with its bytes once admitted
-    (None: refused, or a member that is no document and is skipped; the reason in `error`)."""
+    (None: refused, or a member that is no document and is skipped; the reason in `error`)
+    and the label of the e-mail it is attached to."""
     try:
         found = deliveries(
-            name, path.read_bytes(), max_bytes=settings.max_file_bytes, has_password=bool(password)
+            name,
+            path.read_bytes(),
+            max_bytes=settings.max_file_bytes,
+            has_password=bool(password),
+            libreoffice=libreoffice_available(settings),
         )
     except CorpusError as exc:
-        yield IngestResult(path=path, source_file_name=name, error=str(exc)), None
+        yield IngestResult(path=path, source_file_name=name, error=str(exc)), None, None
         return
     except OSError as exc:
         error = f"cannot read file: {exc.strerror}"
-        yield IngestResult(path=path, source_file_name=name, error=error), None
+        yield IngestResult(path=path, source_file_name=name, error=error), None, None
         return
     for item in found:
         outcome = IngestResult(path=path, source_file_name=item.label)
         if item.refused is None:
-            yield outcome, item.data
+            yield outcome, item.data, item.parent
             continue
         outcome.error = str(item.refused)
-        if item.refused.status == 415:  # not a document (or not what its name says): left out
+        # Not a document (or not what its name says), or an e-mail's attachment the door
+        # refused (its message goes on): left out.
+        if item.refused.status == 415 or item.parent is not None:
             outcome.status = "skipped"
-        yield outcome, None
+        yield outcome, None, item.parent

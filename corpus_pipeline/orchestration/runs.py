@@ -29,7 +29,7 @@ from corpus_pipeline.common.secrets import document_password
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import Manifest, SourceRecord
 from corpus_pipeline.defs.checks import CHECK_LABELS, describe_problems
-from corpus_pipeline.defs.documents import FAILED_DOCUMENTS, STEP, document_pipeline
+from corpus_pipeline.defs.documents import ASSET_DEPS, FAILED_DOCUMENTS, STEP, document_pipeline
 from corpus_pipeline.defs.partitions import DOCUMENTS_PARTITION, add_partitions, partition_ranges
 from corpus_pipeline.defs.publish import corpus_revision
 from corpus_pipeline.defs.resources import (
@@ -38,6 +38,7 @@ from corpus_pipeline.defs.resources import (
     ObjectStoreResource,
 )
 from corpus_pipeline.defs.tags import PROCESS_TAG, Stage, run_tags
+from corpus_pipeline.defs.versions import code_version
 from corpus_pipeline.pipeline import processes
 from corpus_pipeline.pipeline.stages import document_dir
 
@@ -80,12 +81,15 @@ class IngestResult:
     path: Path
     source_file_name: str
     document_id: str | None = None
+    # "ok" (processed now), "unchanged" (these bytes were committed by the current code
+    # already: not run again), "skipped" (an archive member that is no document) or "failed".
     status: str = "failed"
     counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
     # Parts the document lost (diagnostics with `lost`), e.g. {"image": 2}.
     skipped: dict[str, int] = field(default_factory=dict)
+    pages: int | None = None  # None for formats without pages
 
 
 def dagster_instance(settings: CorpusSettings) -> dg.DagsterInstance:
@@ -368,14 +372,18 @@ class DocumentRuns:
         self, namespace: str, results: Sequence[IngestResult]
     ) -> tuple[PublishOutcome | None, EmbedOutcome | None]:
         """Publish a batch's namespace once (searchable lexically now); with the dense channel
-        on, then embed its documents and publish again, so the vectors follow in the next
-        revision."""
+        on, then embed the documents it processed and publish again, so the vectors follow in
+        the next revision. Nothing when no document was processed or unchanged."""
         ok = list(
             dict.fromkeys(r.document_id for r in results if r.status == "ok" and r.document_id)
         )
-        if not ok:
+        if not ok and not any(r.status == "unchanged" for r in results):
             return None, None
+        # Unchanged documents publish too (no new revision when nothing changed): an earlier
+        # batch whose publish failed is published now.
         published = self.publish(namespace)
+        if not ok:
+            return published, None
         if self.settings.dense == "off" or published.error is not None:
             return published, None
         dense = self.embed(ok)
@@ -393,15 +401,64 @@ class DocumentRuns:
         manifest = Manifest.model_validate_json(
             (directory / "manifest.json").read_text(encoding="utf-8")
         )
-        stats = manifest.statistics
-        outcome.status = "ok"
-        outcome.counts = {
-            "text": stats.text_chunks,
-            "table": stats.table_chunks,
-            "image": stats.image_chunks,
-            "sections": stats.sections,
-        }
-        outcome.skipped = _skipped_parts(directory)
+        _describe(outcome, "ok", directory, manifest)
+
+
+def _describe(outcome: IngestResult, status: str, directory: Path, manifest: Manifest) -> None:
+    """A committed document's outcome: its status, chunk counts, pages and lost parts."""
+    stats = manifest.statistics
+    outcome.status = status
+    outcome.counts = {
+        "text": stats.text_chunks,
+        "table": stats.table_chunks,
+        "image": stats.image_chunks,
+        "sections": stats.sections,
+    }
+    outcome.pages = stats.pages
+    outcome.skipped = _skipped_parts(directory)
+
+
+def unchanged_outcome(
+    settings: CorpusSettings,
+    instance: dg.DagsterInstance,
+    previous: SourceRecord,
+    candidate: SourceRecord,
+    path: Path,
+) -> IngestResult | None:
+    """The outcome of a delivery that changes nothing, or None when it must run: `previous`
+    (the registered record of the same document) equals `candidate` (the record the delivery
+    would register) but for when it was received, its committed manifest was made from those
+    bytes, and the newest materialisation of each of its six assets carries the current code
+    version (after a code change it runs again)."""
+    ignored = {"received_at"}
+    if previous.model_dump(exclude=ignored) != candidate.model_dump(exclude=ignored):
+        return None
+    directory = document_dir(settings, previous.document_id)
+    try:
+        manifest = Manifest.model_validate_json(
+            (directory / "manifest.json").read_text(encoding="utf-8")
+        )
+    except (OSError, ValueError):
+        return None
+    if manifest.source.sha256 != previous.sha256:
+        return None
+    for asset in ASSET_DEPS:
+        page = instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=dg.AssetKey(asset), asset_partitions=[previous.document_id]
+            ),
+            limit=1,
+            ascending=False,
+        )
+        materialization = page.records[0].asset_materialization if page.records else None
+        provenance = (
+            dg.DataProvenance.from_tags(materialization.tags or {}) if materialization else None
+        )
+        if provenance is None or provenance.code_version != code_version(asset):
+            return None
+    outcome = IngestResult(path, candidate.source_file_name, previous.document_id)
+    _describe(outcome, "unchanged", directory, manifest)
+    return outcome
 
 
 def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:

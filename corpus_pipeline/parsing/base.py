@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from corpus_pipeline.common.errors import CorruptDocumentError
-from corpus_pipeline.contracts import Diagnostic, DocumentProfile, LinkSpan, ParsedRow, RowType
+from corpus_pipeline.contracts import (
+    Conversion,
+    Diagnostic,
+    DocumentProfile,
+    LinkSpan,
+    ParsedRow,
+    RowType,
+)
 from corpus_pipeline.enrich.tokens import count_tokens
 from corpus_pipeline.parsing.tables import TableGrid, split_rows
 
@@ -300,6 +307,10 @@ class ParseContext:
     settings: CorpusSettings | None = field(default=None, repr=False)
     # Opens an encrypted source; memory only (see corpus_pipeline.common.secrets), never logged.
     password: str | None = field(default=None, repr=False)
+    # What profiling this file already read that the parse would read again
+    # (`parsing.pdf.reads.PageReads` for a PDF): the format's parser checks the type and the
+    # file before using it, so anything else is ignored.
+    prior_reads: object | None = field(default=None, repr=False)
     # The title the file declares in its metadata (PDF info, Office core properties), as read;
     # `corpus_pipeline.structure.titles` decides whether it names the document.
     declared_title: str | None = None
@@ -312,6 +323,9 @@ class ParseContext:
     # The running headers/footers the document prints on its pages, without page numbers: how
     # it names itself ("Apple Inc. | Q1 2023 Form 10-Q"); stripped from the text, kept here.
     running_text: list[str] = field(default_factory=list)
+    # Set when the file was converted before its rows were read (`parsing.legacy`): the
+    # manifest records it.
+    conversion: Conversion | None = None
     resources: ResourceSink = field(init=False)
 
     def __post_init__(self) -> None:
@@ -403,3 +417,17 @@ def load_or_corrupt(fmt: str, what: str, load: Callable[[], T]) -> T:
 
 Parser = Callable[[ParseContext], None]
 """A format strategy: reads `ctx.source_path` and emits rows into `ctx`."""
+
+
+class Locator:
+    """Source locations of XML formats, `body/sdt[0]/p[2]`-style: per-container, per-tag
+    0-based indexes (DOCX, ODF)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self._counts: dict[str, int] = {}
+
+    def next(self, tag: str) -> str:
+        index = self._counts.get(tag, 0)
+        self._counts[tag] = index + 1
+        return f"{self.prefix}/{tag}[{index}]"

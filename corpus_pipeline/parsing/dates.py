@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime
+from typing import Any
+
+from corpus_pipeline.parsing.base import ParseContext, part_errors
 
 _PDF_DATE = re.compile(r"^(?:D:)?(\d{4})(\d{2})?(\d{2})?")
+_ISO_DATE = re.compile(r"^\s*(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?")
 EARLIEST_YEAR = 1980
 
 
@@ -25,7 +29,16 @@ def plausible(day: date | None, today: date | None = None) -> date | None:
 
 def pdf_date(stamp: str | None) -> date | None:
     """`D:20230804063012-04'00'` → 2023-08-04; missing month/day count as the first."""
-    match = _PDF_DATE.match((stamp or "").strip())
+    return _matched(_PDF_DATE.match((stamp or "").strip()))
+
+
+def iso_date(stamp: str | None) -> date | None:
+    """`2023`, `2023-04` or `2023-04-05[T…]` (ODF, EPUB metadata) → a date (missing month or
+    day: the first); placeholders and junk → None."""
+    return _matched(_ISO_DATE.match(stamp or ""))
+
+
+def _matched(match: re.Match[str] | None) -> date | None:
     if match is None:
         return None
     year, month, day = (int(g) if g else 1 for g in match.groups())
@@ -48,3 +61,21 @@ def declared_office_date(created: datetime | None, modified: datetime | None) ->
         if day is not None:
             return day
     return None
+
+
+def declare_core_properties(ctx: ParseContext, package: Any) -> None:
+    """Title and date from an OOXML package's core properties (python-docx / python-pptx). A
+    properties part whose root is not the core-properties element has none of the accessors
+    (AttributeError): only the title and the date are lost."""
+    damage: tuple[type[BaseException], ...] = (AttributeError, *part_errors())
+    try:
+        core = package.core_properties
+        title, created, modified = core.title, core.created, core.modified
+    except damage as exc:
+        message = "the document properties could not be read; no title or date declared"
+        ctx.diagnostics.add(
+            "parse", "core_properties.failed", message, lost="document properties", exception=exc
+        )
+        return
+    ctx.declared_title = title or None
+    ctx.declared_date = declared_office_date(created, modified)

@@ -11,6 +11,7 @@ layout shows them. One reading of scanned pages, whatever container they came in
 from __future__ import annotations
 
 import io
+import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,18 @@ _mupdf: Any = pymupdf  # PyMuPDF is only partly annotated
 DEFAULT_DPI = 150.0
 # Frames read from one file at most (a TIFF can hold thousands of pages).
 MAX_FRAMES = 500
+# What Pillow raises for a damaged header or frame: besides its own errors, a TIFF without
+# dimensions is a TypeError, short or inconsistent records are struct errors and lookups.
+_DAMAGE = (
+    UnidentifiedImageError,
+    OSError,
+    ValueError,
+    EOFError,
+    SyntaxError,
+    TypeError,
+    LookupError,
+    struct.error,
+)
 
 
 @dataclass(frozen=True)
@@ -68,7 +81,7 @@ def read_frames(
         raise CorruptDocumentError(
             "image", f"the image is too large to decode safely (over {2 * _max_pixels():,} pixels)"
         ) from exc
-    except (UnidentifiedImageError, OSError, ValueError, EOFError, SyntaxError) as exc:
+    except _DAMAGE as exc:
         raise CorruptDocumentError(
             "image", f"the image cannot be decoded ({type(exc).__name__})"
         ) from exc

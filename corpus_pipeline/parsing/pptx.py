@@ -18,10 +18,11 @@ from typing import Any
 from lxml import etree
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
+from pptx.oxml.slide import CT_Slide
 
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext, load_or_corrupt
-from corpus_pipeline.parsing.dates import declared_office_date
+from corpus_pipeline.parsing.dates import declare_core_properties
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
 
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
@@ -36,65 +37,87 @@ def parse_pptx(ctx: ParseContext) -> None:
     presentation = load_or_corrupt(
         "pptx", "presentation", lambda: Presentation(str(ctx.source_path))
     )
-    ctx.declared_title = presentation.core_properties.title or None
-    core = presentation.core_properties
-    ctx.declared_date = declared_office_date(core.created, core.modified)
-    authors = _comment_authors(presentation)
-    for number, slide in enumerate(presentation.slides, start=1):
+    declare_core_properties(ctx, presentation)
+    authors: dict[str, str] = {}
+    with ctx.part(
+        "comment authors",
+        "the reviewer comment authors could not be read; comments are kept without them",
+        code="comment_authors.failed",
+    ):
+        authors = _comment_authors(presentation)
+    # Each slide is resolved through a relationship: one the package lacks makes it corrupt.
+    slides = load_or_corrupt("pptx", "slide list", lambda: list(presentation.slides))
+    for number, slide in enumerate(slides, start=1):
+        if not isinstance(slide.element, CT_Slide):  # its root element is not a slide
+            message = f"slide {number} is not a readable slide; skipped"
+            ctx.diagnostics.add("parse", "slide.failed", message, page=number, lost="slide")
+            continue
         if slide._element.get("show") in ("0", "false"):
             ctx.diagnostics.add("parse", "slide.hidden", f"slide {number} is hidden; skipped")
             continue
-        pages = [number]
-        title_shape = slide.shapes.title
-        title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
+        # A slide whose layout or master is missing cannot place its placeholders.
+        with ctx.part(
+            "slide",
+            f"slide {number} could not be read; the rest of it is skipped",
+            page=number,
+            code="slide.failed",
+        ):
+            _slide(ctx, slide, number, authors)
+
+
+def _slide(ctx: ParseContext, slide: Any, number: int, authors: dict[str, str]) -> None:
+    """One slide's section: its title, its shapes in reading order, notes and comments."""
+    pages = [number]
+    title_shape = slide.shapes.title
+    title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
+    ctx.emit(
+        RowType.HEADING,
+        title or f"Slide {number}",
+        f"slide {number}",
+        heading_level=1,
+        page_numbers=pages,
+    )
+    skip = {title_shape.shape_id} if title_shape is not None and title else set()
+    for shape in _reading_order(slide.shapes):
+        if shape.shape_id not in skip:
+            with ctx.part(
+                "shape",
+                f"a shape on slide {number} could not be read; skipped",
+                page=number,
+                code="shape.failed",
+            ):
+                _shape(ctx, shape, number)
+    with ctx.part(
+        "speaker notes",
+        f"speaker notes of slide {number} could not be read; skipped",
+        page=number,
+        code="notes.failed",
+    ):
+        if slide.has_notes_slide:
+            notes = slide.notes_slide.notes_text_frame
+            text = notes.text.strip() if notes is not None else ""
+            if text:
+                ctx.emit(
+                    RowType.PARAGRAPH,
+                    f"Speaker notes: {text}",
+                    f"slide {number} notes",
+                    page_numbers=pages,
+                )
+    comments: list[tuple[str, str]] = []
+    with ctx.part(
+        "comments",
+        f"reviewer comments of slide {number} could not be read; skipped",
+        page=number,
+        code="comments.failed",
+    ):
+        comments = _comments(slide, authors)
+    for author, text in comments:
         ctx.emit(
-            RowType.HEADING,
-            title or f"Slide {number}",
-            f"slide {number}",
-            heading_level=1,
+            RowType.PARAGRAPH,
+            f"Reviewer comment by {author}: {text}" if author else f"Reviewer comment: {text}",
+            f"slide {number} comments",
             page_numbers=pages,
         )
-        skip = {title_shape.shape_id} if title_shape is not None and title else set()
-        for shape in _reading_order(slide.shapes):
-            if shape.shape_id not in skip:
-                with ctx.part(
-                    "shape",
-                    f"a shape on slide {number} could not be read; skipped",
-                    page=number,
-                    code="shape.failed",
-                ):
-                    _shape(ctx, shape, number)
-        with ctx.part(
-            "speaker notes",
-            f"speaker notes of slide {number} could not be read; skipped",
-            page=number,
-            code="notes.failed",
-        ):
-            if slide.has_notes_slide:
-                notes = slide.notes_slide.notes_text_frame
-                text = notes.text.strip() if notes is not None else ""
-                if text:
-                    ctx.emit(
-                        RowType.PARAGRAPH,
-                        f"Speaker notes: {text}",
-                        f"slide {number} notes",
-                        page_numbers=pages,
-                    )
-        comments: list[tuple[str, str]] = []
-        with ctx.part(
-            "comments",
-            f"reviewer comments of slide {number} could not be read; skipped",
-            page=number,
-            code="comments.failed",
-        ):
-            comments = _comments(slide, authors)
-        for author, text in comments:
-            ctx.emit(
-                RowType.PARAGRAPH,
-                f"Reviewer comment by {author}: {text}" if author else f"Reviewer comment: {text}",
-                f"slide {number} comments",
-                page_numbers=pages,
-            )
 
 
 # Shapes whose tops differ by less than this (a quarter inch, in EMU) sit on one line.

@@ -4,23 +4,12 @@ from __future__ import annotations
 
 from corpus_pipeline.common.errors import UnsupportedFormatError
 from corpus_pipeline.contracts import DocumentProfile, FileFormat, RoutingDecision
+from corpus_pipeline.parsing import formats
 from corpus_pipeline.parsing.base import Parser
 
-_STRATEGIES = frozenset(
-    [
-        "docx",
-        "html",
-        "markdown",
-        "text",
-        "pdf",
-        "xlsx",
-        "xls",
-        "ods",
-        "pptx",
-        "image",
-        "segments_json",
-    ]
-)
+# The strategies, from the registry (`parsing.formats`): `parser_for` dispatches exactly these
+# (a test pins it), and what `GET /v1/supported-formats` lists is what is parsed.
+STRATEGIES = formats.STRATEGIES
 
 
 def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
@@ -31,7 +20,10 @@ def route(profile: DocumentProfile, evidence: str) -> RoutingDecision:
     if fmt is FileFormat.PDF:
         category = profile.pdf.category if profile.pdf is not None else "general"
         return RoutingDecision(strategy="pdf", reason=f"{evidence}; PDF category {category}")
-    if fmt.value in _STRATEGIES:
+    if profile.needs_conversion:  # parsed after LibreOffice converts it (`parsing.legacy`)
+        strategy = "xls_legacy" if fmt is FileFormat.XLS else fmt.value
+        return RoutingDecision(strategy=strategy, reason=f"{evidence}; converted by LibreOffice")
+    if fmt.value in STRATEGIES:
         return RoutingDecision(strategy=fmt.value, reason=evidence)
     return RoutingDecision(strategy="unsupported", reason=f"{evidence}; not a document format")
 
@@ -85,4 +77,36 @@ def parser_for(profile: DocumentProfile) -> Parser:
             from corpus_pipeline.parsing.segments import parse_segments
 
             return parse_segments
+        case "doc" | "ppt" | "xls_legacy":
+            from corpus_pipeline.parsing.legacy import parse_legacy
+
+            return parse_legacy
+        case "odt":
+            from corpus_pipeline.parsing.odf import parse_odt
+
+            return parse_odt
+        case "odp":
+            from corpus_pipeline.parsing.odf import parse_odp
+
+            return parse_odp
+        case "rtf":
+            from corpus_pipeline.parsing.rtf import parse_rtf
+
+            return parse_rtf
+        case "epub":
+            from corpus_pipeline.parsing.epub import parse_epub
+
+            return parse_epub
+        case "eml":
+            from corpus_pipeline.parsing.email import parse_eml
+
+            return parse_eml
+        case "msg":
+            from corpus_pipeline.parsing.email import parse_msg
+
+            return parse_msg
+        case "csv":
+            from corpus_pipeline.parsing.csv_table import parse_csv
+
+            return parse_csv
     raise UnsupportedFormatError(profile.format.value, profile.routing.reason)

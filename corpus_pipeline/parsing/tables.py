@@ -176,6 +176,11 @@ def _text_cells(cells: list[str]) -> list[str]:
     return out
 
 
+# The widest sheet an office suite writes (Excel's XFD, LibreOffice since 7.4): no real table
+# spans further.
+MAX_COLUMNS = 16_384
+
+
 class GridBuilder:
     """Places cells into a grid while honouring spans from rows above (HTML/DOCX semantics).
 
@@ -198,6 +203,9 @@ class GridBuilder:
         col = 0
         while (row, col) in self._occupied:
             col += 1
+        # A span reaches at most to the last column a real table has; a damaged file's
+        # "spans 10^9 columns" would otherwise fill memory with covered slots.
+        colspan = max(1, min(colspan, MAX_COLUMNS - col))
         cell = TableCell(row, col, text, rowspan, colspan, header)
         for r in range(row, row + rowspan):
             for c in range(col, col + colspan):

@@ -125,7 +125,16 @@ class _Sheet:
         # Merged range anchor -> (rowspan, colspan); every covered cell -> its anchor.
         self.spans: dict[Cell, tuple[int, int]] = {}
         self.covered: dict[Cell, Cell] = {}
-        for rng in merged:
+        # A merged range matters only as far as the sheet has text: it is clipped to the texts'
+        # extent (a range over a whole sheet, or a damaged span, would cover millions of cells).
+        last_row = max((r for r, _ in texts), default=0)
+        last_col = max((c for _, c in texts), default=0)
+        for whole in merged:
+            rng = Region(
+                whole.top, whole.left, min(whole.bottom, last_row), min(whole.right, last_col)
+            )
+            if rng.rows < 1 or rng.cols < 1:
+                continue
             anchor = (rng.top, rng.left)
             self.spans[anchor] = (rng.rows, rng.cols)
             for r in range(rng.top, rng.bottom + 1):
@@ -438,6 +447,8 @@ _ODS_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _ODS_STYLE = "urn:oasis:names:tc:opendocument:xmlns:style:1.0"
 # Repeated rows/columns with content are expanded at most this often (empty ones are skipped).
 _ODS_MAX_REPEAT = 1_000
+# The last column of a sheet (LibreOffice's and Excel's XFD); past it no cell can be named.
+_ODS_MAX_COLUMN = 16_384
 
 
 def parse_ods(ctx: ParseContext) -> None:
@@ -460,13 +471,25 @@ def parse_ods(ctx: ParseContext) -> None:
         if table.get(f"{{{_ODS_TABLE}}}style-name") in hidden_styles:
             skip_hidden(ctx, title, "hidden")
             continue
-        emit_sheet(ctx, title, number, _ods_sheet(table))
+        sheet, beyond = _ods_sheet(table)
+        if beyond:
+            ctx.diagnostics.add(
+                "parse",
+                "sheet.cells_beyond_limit",
+                f"sheet {title!r}: {beyond} cell(s) past column {_ODS_MAX_COLUMN:,}, the last a "
+                "spreadsheet has, skipped",
+                lost="cells",
+            )
+        emit_sheet(ctx, title, number, sheet)
 
 
-def _ods_sheet(table: Any) -> _Sheet:
+def _ods_sheet(table: Any) -> tuple[_Sheet, int]:
+    """The sheet's cells, and how many cells with text lay past `_ODS_MAX_COLUMN` (skipped: no
+    column can be named there, and only a damaged repeat count puts them there)."""
     t = f"{{{_ODS_TABLE}}}"
     texts: dict[Cell, str] = {}
     merged: list[Region] = []
+    beyond = 0
     r = 0
     for row in table.iter(f"{t}table-row"):
         cells = [
@@ -474,7 +497,7 @@ def _ods_sheet(table: Any) -> _Sheet:
             for cell in row
             if cell.tag in (f"{t}table-cell", f"{t}covered-table-cell")
         ]
-        repeat_rows = int(row.get(f"{t}number-rows-repeated", "1"))
+        repeat_rows = _ods_count(row.get(f"{t}number-rows-repeated"))
         if not any(text for _, text in cells):
             r += repeat_rows  # empty rows (often "to the end of the sheet") hold nothing
             continue
@@ -482,18 +505,30 @@ def _ods_sheet(table: Any) -> _Sheet:
             r += 1
             c = 0
             for cell, text in cells:
-                repeat = int(cell.get(f"{t}number-columns-repeated", "1"))
+                repeat = _ods_count(cell.get(f"{t}number-columns-repeated"))
                 if not text or cell.tag != f"{t}table-cell":
                     c += repeat
                     continue
                 for _ in range(min(repeat, _ODS_MAX_REPEAT)):
                     c += 1
+                    if c > _ODS_MAX_COLUMN:
+                        beyond += 1
+                        continue
                     texts[(r, c)] = text
-                    rows = int(cell.get(f"{t}number-rows-spanned", "1"))
-                    cols = int(cell.get(f"{t}number-columns-spanned", "1"))
+                    rows = _ods_count(cell.get(f"{t}number-rows-spanned"))
+                    cols = _ods_count(cell.get(f"{t}number-columns-spanned"))
                     if rows > 1 or cols > 1:
                         merged.append(Region(r, c, r + rows - 1, c + cols - 1))
-    return _Sheet(texts, merged)
+    return _Sheet(texts, merged), beyond
+
+
+def _ods_count(value: str | None) -> int:
+    """A repeat or span count: at least 1, whatever the attribute holds (absent, zero,
+    negative, not a number)."""
+    try:
+        return max(1, int(value or "1"))
+    except ValueError:
+        return 1
 
 
 def _ods_text(cell: Any) -> str:

@@ -31,7 +31,6 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import NoReturn
 
-import corpus_pipeline.parsing.pdf.reads as reads
 from corpus_pipeline.common.errors import (
     CorpusError,
     ParseFailedError,
@@ -151,7 +150,7 @@ class Job:
     password: str | None = field(default=None, repr=False)
     address_space_bytes: int = 0
     # The profile's text reads of its sampled pages (`parsing.pdf.reads`), not read again.
-    page_reads: PageReads = field(default_factory=PageReads, repr=False)
+    page_reads: PageReads | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -171,6 +170,7 @@ def run_parse_isolated(
     profile: DocumentProfile,
     out_dir: Path,
     settings: CorpusSettings,
+    prior_reads: PageReads | None = None,
 ) -> pipeline.ParseOutput:
     """`pipeline.run_parse` in a worker process under the settings' time and memory limits.
 
@@ -179,7 +179,7 @@ def run_parse_isolated(
     """
     if settings.parse_in_process:
         return pipeline.run_parse(
-            document_id, source_path, source_file_name, profile, out_dir, settings
+            document_id, source_path, source_file_name, profile, out_dir, settings, prior_reads
         )
     limits = Limits.of(settings)
     job = Job(
@@ -191,7 +191,7 @@ def run_parse_isolated(
         settings=settings,
         password=get_password(document_id),
         address_space_bytes=_address_space_limit(limits.megabytes),
-        page_reads=reads.take(profile, source_path),
+        page_reads=prior_reads,
     )
     reader, writer = _CONTEXT.Pipe(duplex=False)
     worker = _CONTEXT.Process(
@@ -342,7 +342,6 @@ def _work(job: Job, conn: Connection) -> None:
         _limit_address_space(job.address_space_bytes)
     if job.password is not None:
         set_password(job.document_id, job.password)
-    reads.keep(job.profile, job.page_reads)
     outcome: Outcome
     try:
         output = pipeline.run_parse(
@@ -352,6 +351,7 @@ def _work(job: Job, conn: Connection) -> None:
             job.profile,
             Path(job.out_dir),
             job.settings,
+            job.page_reads,
         )
         outcome = Outcome(output=output)
     except CorpusError as exc:

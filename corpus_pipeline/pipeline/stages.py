@@ -26,6 +26,7 @@ from corpus_pipeline.contracts import (
     Chunk,
     ChunksFile,
     ChunkType,
+    Conversion,
     Diagnostic,
     DiagnosticsFile,
     DocNav,
@@ -49,7 +50,7 @@ from corpus_pipeline.finance.structure import filing_structure
 from corpus_pipeline.finance.subject import document_subject
 from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext
 from corpus_pipeline.parsing.router import parser_for
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import Profiled, profile_source
 from corpus_pipeline.structure.chunking import ChunkingOptions, ChunkingResult, build_chunks
 from corpus_pipeline.structure.hierarchy import assign_hierarchy, compact_hierarchy, heading_tree
 from corpus_pipeline.structure.nav import build_nav
@@ -82,6 +83,7 @@ class ParseOutput(_Record):
     page_labels: list[str] = []
     running_text: list[str] = []
     subject: DocumentSubject = DocumentSubject()
+    conversion: Conversion | None = None
 
 
 class ChunksOutput(_Record):
@@ -121,9 +123,10 @@ def run_profile(
     source_file_name: str,
     document_id: str | None = None,
     settings: CorpusSettings | None = None,
-) -> DocumentProfile:
-    """Profile a file; an encrypted PDF is opened with the document's in-memory password."""
-    return profile_file(
+) -> Profiled:
+    """Profile a file (with the page reads its parse can use); an encrypted PDF is opened with
+    the document's in-memory password."""
+    return profile_source(
         source_path,
         source_file_name,
         password=get_password(document_id),
@@ -139,8 +142,10 @@ def parse_rows(
     *,
     settings: CorpusSettings | None = None,
     password: str | None = None,
+    prior_reads: object | None = None,
 ) -> ParseContext:
-    """Run the routed parser strategy; rows come back without hierarchy paths."""
+    """Run the routed parser strategy; rows come back without hierarchy paths. `prior_reads`:
+    what profiling the file read (`Profiled.reads`), so the parser does not read it again."""
     parser = parser_for(profile)
     ctx = ParseContext(
         source_path=source_path,
@@ -149,6 +154,7 @@ def parse_rows(
         workdir=workdir,
         settings=settings,
         password=password,
+        prior_reads=prior_reads,
     )
     parser(ctx)
     return ctx
@@ -167,6 +173,7 @@ def run_parse(
     profile: DocumentProfile,
     out_dir: Path,
     settings: CorpusSettings | None = None,
+    prior_reads: object | None = None,
 ) -> ParseOutput:
     """Parse, assign the heading hierarchy, and persist the parsed table and heading tree."""
     started = time.perf_counter()
@@ -178,6 +185,7 @@ def run_parse(
         out_dir,
         settings=settings,
         password=get_password(document_id),
+        prior_reads=prior_reads,
     )
     rows = structure_rows(ctx.rows)
     if not rows:
@@ -204,6 +212,7 @@ def run_parse(
         page_labels=ctx.page_labels,
         running_text=ctx.running_text,
         subject=document_subject(rows, source_file_name, title, ctx.running_text),
+        conversion=ctx.conversion,
     )
 
 
@@ -410,6 +419,7 @@ def assemble_document(
         source=_source_info(record, profile, archived, source_date),
         profile=profile,
         parser=profile.routing.strategy,
+        conversion=parsed.conversion,
         pipeline_version=PIPELINE_VERSION,
         timings={k: round(v, 4) for k, v in timings.items()},
         statistics=_statistics(profile, parsed, chunks, nav, chunk_list),

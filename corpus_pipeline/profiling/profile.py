@@ -10,20 +10,31 @@ import hashlib
 import io
 import re
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from lxml import etree
 from lxml import html as lxml_html
 
+from corpus_pipeline.common.errors import ZIP_DAMAGE
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import DocumentProfile, FileFormat
 from corpus_pipeline.parsing.router import route
 from corpus_pipeline.profiling.sniff import decode_text, sniff_format
 
+if TYPE_CHECKING:
+    from corpus_pipeline.parsing.pdf.reads import PageReads
+
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _LANG_SAMPLE = 8000
 _MD_HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
 _MD_TABLE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$", re.M)
+# What reading a damaged package's members raises besides BadZipFile: a missing member
+# (KeyError), bad offsets or names (ValueError, UnicodeDecodeError), an unknown compression
+# (NotImplementedError), an encrypted member (RuntimeError), a broken deflate stream (zlib.error,
+# EOFError). The profile then has no counts; the parser names the damage.
+_PACKAGE_ERRORS = (*ZIP_DAMAGE, KeyError)
 
 
 def guess_language(text: str) -> str | None:
@@ -37,6 +48,15 @@ def guess_language(text: str) -> str | None:
     return str(lang)
 
 
+@dataclass(frozen=True)
+class Profiled:
+    """A file's profile, and what profiling it read that its parse would read again (a PDF's
+    sampled pages): the pipeline hands `reads` to the parse (`ParseContext.prior_reads`)."""
+
+    profile: DocumentProfile
+    reads: PageReads | None = None
+
+
 def profile_file(
     path: Path,
     source_file_name: str | None = None,
@@ -46,6 +66,20 @@ def profile_file(
     settings: CorpusSettings | None = None,
 ) -> DocumentProfile:
     """Sniff, count and route one file (`password` only opens encrypted PDFs, never stored)."""
+    return profile_source(
+        path, source_file_name, password=password, split_pages=split_pages, settings=settings
+    ).profile
+
+
+def profile_source(
+    path: Path,
+    source_file_name: str | None = None,
+    *,
+    password: str | None = None,
+    split_pages: int | None = None,
+    settings: CorpusSettings | None = None,
+) -> Profiled:
+    """`profile_file`, with the page reads the parse of this file can use."""
     data = path.read_bytes()
     name = source_file_name or path.name
     extension = Path(name).suffix.lower().lstrip(".")
@@ -65,8 +99,20 @@ def profile_file(
         facts = _pptx_facts(data)
     elif sniffed.format is FileFormat.IMAGE:
         facts = _image_facts(data)
+    elif sniffed.format in (FileFormat.EML, FileFormat.MSG):
+        from corpus_pipeline.parsing.email import mail_facts
+
+        facts = mail_facts(data, outlook=sniffed.format is FileFormat.MSG)
+    elif sniffed.format is FileFormat.CSV:
+        from corpus_pipeline.parsing.csv_table import delimited_facts
+
+        facts = delimited_facts(decode_text(data) or "")
+    elif sniffed.format in (FileFormat.DOC, FileFormat.PPT, FileFormat.XLS):
+        facts = _legacy_facts(data, sniffed.format)
+    elif sniffed.format in (FileFormat.ODT, FileFormat.ODP, FileFormat.EPUB, FileFormat.RTF):
+        facts = _open_format_facts(path, data, sniffed.format)
     text_sample = str(facts.pop("text_sample", ""))
-    page_reads = facts.pop("page_reads", None)
+    page_reads = cast("PageReads | None", facts.pop("page_reads", None))
     base = DocumentProfile(
         format=sniffed.format,
         media_type=sniffed.media_type,
@@ -78,12 +124,7 @@ def profile_file(
         **facts,  # type: ignore[arg-type]
     )
     profile = base.model_copy(update={"routing": route(base, sniffed.evidence)})
-    if page_reads is not None:
-        import corpus_pipeline.parsing.pdf.reads as reads
-
-        assert isinstance(page_reads, reads.PageReads)
-        reads.keep(profile, page_reads)  # the parse of this file reads its sampled pages there
-    return profile
+    return Profiled(profile, page_reads)
 
 
 def _docx_facts(data: bytes) -> dict[str, object]:
@@ -91,7 +132,7 @@ def _docx_facts(data: bytes) -> dict[str, object]:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             xml = zf.read("word/document.xml")
             media = [n for n in zf.namelist() if n.startswith("word/media/")]
-    except (zipfile.BadZipFile, KeyError, OSError):
+    except _PACKAGE_ERRORS:
         return {}
     paragraphs = headings = tables = 0
     has_toc = False
@@ -143,7 +184,7 @@ def _xlsx_facts(data: bytes) -> dict[str, object]:
             names = zf.namelist()
             workbook = etree.fromstring(zf.read("xl/workbook.xml"))
             strings = zf.read("xl/sharedStrings.xml") if "xl/sharedStrings.xml" in names else b""
-    except (zipfile.BadZipFile, KeyError, OSError, etree.XMLSyntaxError):
+    except (*_PACKAGE_ERRORS, etree.XMLSyntaxError):
         return {}
     sheets = workbook.findall(f"{_S}sheets/{_S}sheet")
     texts: list[str] = []
@@ -184,7 +225,7 @@ def _pptx_facts(data: bytes) -> dict[str, object]:
                 texts.extend(t.text or "" for t in root.iter(f"{_DML}t"))
                 if sum(len(t) for t in texts) >= _LANG_SAMPLE:
                     break
-    except (zipfile.BadZipFile, KeyError, OSError, etree.XMLSyntaxError):
+    except (*_PACKAGE_ERRORS, etree.XMLSyntaxError):
         return {}
     return {
         "page_count": len(presentation.findall(f"{_PML}sldIdLst/{_PML}sldId")),
@@ -193,14 +234,33 @@ def _pptx_facts(data: bytes) -> dict[str, object]:
     }
 
 
+def _open_format_facts(path: Path, data: bytes, fmt: FileFormat) -> dict[str, object]:
+    """ODT, ODP, EPUB and RTF facts (`profiling.open_formats`)."""
+    from corpus_pipeline.profiling.open_formats import epub_facts, odf_facts, rtf_facts
+
+    if fmt is FileFormat.EPUB:
+        return epub_facts(path)
+    if fmt is FileFormat.RTF:
+        return rtf_facts(data)
+    return odf_facts(path, fmt)
+
+
+def _legacy_facts(data: bytes, fmt: FileFormat) -> dict[str, object]:
+    """A legacy Word or PowerPoint file is converted by LibreOffice before it is parsed; a
+    legacy workbook only when xlrd cannot open it."""
+    from corpus_pipeline.parsing.legacy import xlrd_refusal
+
+    return {"needs_conversion": fmt is not FileFormat.XLS or xlrd_refusal(data) is not None}
+
+
 def _image_facts(data: bytes) -> dict[str, object]:
     """Frames (`page_count`: pages of a TIFF scan, 1 for a picture), read from the header."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     try:
         with Image.open(io.BytesIO(data)) as image:
             frames = getattr(image, "n_frames", 1)
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+    except Exception:  # PIL reports a damaged header as many classes (TypeError, SyntaxError, ...)
         return {}  # the parser names the problem
     return {"page_count": frames, "image_count": frames}
 
@@ -267,5 +327,5 @@ def _pdf_facts(
         "char_count": None,
         "pdf": pdf,
         "text_sample": sample[:_LANG_SAMPLE],
-        "page_reads": reads,  # handed to the parse with the profile (`parsing.pdf.reads`)
+        "page_reads": reads,  # handed to the parse beside the profile (`parsing.pdf.reads`)
     }

@@ -9,6 +9,7 @@ import re
 import zipfile
 from dataclasses import dataclass
 
+from corpus_pipeline.common.errors import ZIP_DAMAGE
 from corpus_pipeline.contracts import FileFormat
 
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
@@ -39,12 +40,41 @@ _CONTAINER_EXTENSIONS = {
     "pptx": FileFormat.PPTX,
     "xlsx": FileFormat.XLSX,
     "ods": FileFormat.ODS,
+    "odt": FileFormat.ODT,
+    "odp": FileFormat.ODP,
+    "epub": FileFormat.EPUB,
 }
 _MEDIA = {
     FileFormat.DOCX: _OOXML["word/document.xml"][1],
     FileFormat.PPTX: _OOXML["ppt/presentation.xml"][1],
     FileFormat.XLSX: _OOXML["xl/workbook.xml"][1],
     FileFormat.ODS: "application/vnd.oasis.opendocument.spreadsheet",
+    FileFormat.ODT: "application/vnd.oasis.opendocument.text",
+    FileFormat.ODP: "application/vnd.oasis.opendocument.presentation",
+    FileFormat.EPUB: "application/epub+zip",
+    FileFormat.RTF: "application/rtf",
+}
+# The `mimetype` member of an OpenDocument or EPUB package names what it is.
+_PACKAGE_TYPES = {
+    _MEDIA[FileFormat.ODS]: (FileFormat.ODS, "OpenDocument spreadsheet"),
+    _MEDIA[FileFormat.ODT]: (FileFormat.ODT, "OpenDocument text"),
+    _MEDIA[FileFormat.ODP]: (FileFormat.ODP, "OpenDocument presentation"),
+    _MEDIA[FileFormat.EPUB]: (FileFormat.EPUB, "EPUB publication"),
+}
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+# Root stream of an OLE2 compound file → what the file is; checked in this order. (An Outlook
+# message, .msg, is an OLE2 file too: its root has a `__properties_version1.0` stream.)
+_OLE_STREAMS: dict[str, tuple[FileFormat, str, str]] = {
+    "WordDocument": (FileFormat.DOC, "application/msword", "legacy Word"),
+    "PowerPoint Document": (FileFormat.PPT, "application/vnd.ms-powerpoint", "legacy PowerPoint"),
+    "Workbook": (FileFormat.XLS, "application/vnd.ms-excel", "Excel 97-2003 workbook"),
+    "Book": (FileFormat.XLS, "application/vnd.ms-excel", "Excel 5.0/95 workbook"),
+}
+_OLE_EXTENSIONS = {
+    "doc": _OLE_STREAMS["WordDocument"],
+    "ppt": _OLE_STREAMS["PowerPoint Document"],
+    "xls": _OLE_STREAMS["Workbook"],
+    "msg": (FileFormat.MSG, "application/vnd.ms-outlook", "Outlook message"),
 }
 _HTML_START = re.compile(
     rb"^\s*(<\?xml[^>]*>\s*)?(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.I | re.S
@@ -52,6 +82,17 @@ _HTML_START = re.compile(
 _MD_SIGNAL = re.compile(r"^(#{1,6}\s+\S|```|\s*[-*+]\s+\S|\s*\d+\.\s+\S|\|.+\|\s*$|>\s)", re.M)
 _MD_EXTENSIONS = {"md", "markdown", "mdown", "mkd"}
 _TEXT_EXTENSIONS = {"txt", "text", "log", "csv", "tsv", "rst"}
+# E-mail: the header fields that say a text is a message (RFC 5322), and an mbox's separator.
+_MAIL_FIELDS = frozenset(
+    {"from", "to", "cc", "subject", "date", "message-id", "mime-version", "received",
+     "return-path", "reply-to", "in-reply-to", "references", "delivered-to", "sender"}
+)  # fmt: skip
+_HEADER_FIELD = re.compile(r"^([!-9;-~]+):")
+_MBOX_FROM = re.compile(r"^From \S+.*\d")
+_HEADER_SAMPLE = 65536
+# Delimited tables: named so (content still decides), or plain text strictly tested.
+_CSV_EXTENSIONS = {"csv", "tsv", "tab"}
+_PLAIN_EXTENSIONS = {"", "txt", "text", "dat"}
 
 
 @dataclass(frozen=True)
@@ -91,12 +132,10 @@ def sniff_format(data: bytes, extension: str = "") -> Sniffed:
         return Sniffed(FileFormat.IMAGE, "image/webp", "WebP signature")
     if data.startswith(b"PK\x03\x04") or data.startswith(b"PK\x05\x06"):
         return _sniff_zip(data, ext)
-    if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
-        if ext == "xls":
-            return Sniffed(FileFormat.XLS, "application/vnd.ms-excel", "OLE2 container, .xls")
-        return Sniffed(
-            FileFormat.UNKNOWN, "application/x-ole-storage", "legacy Office binary (OLE2)"
-        )
+    if data[:64].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
+        return Sniffed(FileFormat.RTF, _MEDIA[FileFormat.RTF], "RTF header")
+    if data.startswith(_OLE_MAGIC):
+        return _sniff_ole(data, ext)
     text = decode_text(data)
     if text is None:
         return Sniffed(
@@ -115,13 +154,17 @@ def _sniff_zip(data: bytes, ext: str) -> Sniffed:
                 if member in names:
                     return Sniffed(fmt, media, f"ZIP container with {member}")
             if "mimetype" in names:
-                mime = zf.read("mimetype").decode("ascii", errors="replace").strip()
-                if mime == _MEDIA[FileFormat.ODS]:
-                    return Sniffed(FileFormat.ODS, mime, "OpenDocument spreadsheet")
+                with zf.open("mimetype") as stream:  # a few bytes, whatever it claims
+                    mime = stream.read(200).decode("ascii", errors="replace").strip()
+                if mime in _PACKAGE_TYPES:
+                    fmt, what = _PACKAGE_TYPES[mime]
+                    return Sniffed(fmt, mime, what)
                 return Sniffed(
                     FileFormat.UNKNOWN, mime or "application/zip", f"OpenDocument {mime}"
                 )
-    except (zipfile.BadZipFile, OSError, KeyError):
+    # A damaged container fails in many ways (a negative seek, an unknown compression method,
+    # a truncated deflate stream, a member name that is not UTF-8): all of them say the same.
+    except (*ZIP_DAMAGE, KeyError):
         guessed = _CONTAINER_EXTENSIONS.get(ext)
         if guessed is not None:
             return Sniffed(
@@ -131,17 +174,59 @@ def _sniff_zip(data: bytes, ext: str) -> Sniffed:
     return Sniffed(FileFormat.UNKNOWN, "application/zip", "ZIP archive without a document part")
 
 
+def _sniff_ole(data: bytes, ext: str) -> Sniffed:
+    """An OLE2 compound file, told apart by the streams at its root (not those of an embedded
+    object, which sit in a storage below it): the first entry of `_OLE_STREAMS` found names
+    it. A container that cannot be read is named by its extension, so the door can say that
+    the .doc is damaged rather than unknown."""
+    import olefile  # type: ignore[import-untyped]
+
+    try:
+        with olefile.OleFileIO(io.BytesIO(data)) as ole:
+            root = {path[0].lower() for path in ole.listdir(streams=True, storages=False)}
+    except Exception:  # olefile reports damage as several exception classes
+        guessed = _OLE_EXTENSIONS.get(ext)
+        if guessed is not None:
+            fmt, media, _ = guessed
+            return Sniffed(fmt, media, f"OLE2 signature but unreadable container (.{ext})")
+        return Sniffed(FileFormat.UNKNOWN, "application/x-ole-storage", "unreadable OLE2 container")
+    if _is_outlook_message(root):
+        fmt, media, what = _OLE_EXTENSIONS["msg"]
+        return Sniffed(fmt, media, f"OLE2 container with MAPI property streams ({what})")
+    for stream, (fmt, media, what) in _OLE_STREAMS.items():
+        if stream.lower() in root:
+            return Sniffed(fmt, media, f"OLE2 container with a {stream!r} stream ({what})")
+    if ext == "msg":
+        evidence = "OLE2 container without the property streams of an Outlook message"
+        return Sniffed(FileFormat.UNKNOWN, "application/x-ole-storage", evidence)
+    return Sniffed(
+        FileFormat.UNKNOWN, "application/x-ole-storage", "OLE2 container of no document format"
+    )
+
+
+def _is_outlook_message(root: set[str]) -> bool:
+    """An Outlook message (.msg): a MAPI property stream and property value streams at the
+    root of the compound file (MS-OXMSG)."""
+    return "__properties_version1.0" in root and any(n.startswith("__substg1.0_") for n in root)
+
+
 def _sniff_text(data: bytes, text: str, ext: str) -> Sniffed:
     if _HTML_START.match(data[:4096]) or (ext in {"html", "htm", "xhtml"} and "<" in text[:4096]):
         return Sniffed(FileFormat.HTML, "text/html", "HTML markup")
     stripped = text.lstrip()
     if stripped[:1] in "[{" and _is_segments_json(stripped):
         return Sniffed(FileFormat.SEGMENTS_JSON, "application/json", "JSON list of segments")
+    mail = _sniff_mail(text, ext) if ext not in _MD_EXTENSIONS else None
+    if mail is not None:
+        return mail
     signals = len(_MD_SIGNAL.findall(text[:65536]))
     if ext in _MD_EXTENSIONS:
         return Sniffed(
             FileFormat.MARKDOWN, "text/markdown", f"text, .{ext}, {signals} Markdown signals"
         )
+    delimited = _sniff_delimited(text, ext)
+    if delimited is not None:
+        return delimited
     if ext not in _TEXT_EXTENSIONS and signals >= 3 and re.search(r"^#{1,6}\s+\S", text, re.M):
         return Sniffed(
             FileFormat.MARKDOWN, "text/markdown", f"text with {signals} Markdown signals"
@@ -149,10 +234,60 @@ def _sniff_text(data: bytes, text: str, ext: str) -> Sniffed:
     return Sniffed(FileFormat.TEXT, "text/plain", "text without markup")
 
 
+def _sniff_mail(text: str, ext: str) -> Sniffed | None:
+    """An mbox (a `From ` separator line, then a message's header fields) or one message: a
+    first block made only of header fields, at least three of them known ones (two in an
+    .eml). An .eml that opens with an envelope `From ` line is still one message."""
+    if text.startswith("From "):
+        first, _, rest = text[:_HEADER_SAMPLE].partition("\n")
+        if not _MBOX_FROM.match(first) or len(_header_fields(rest, len(text))) < 2:
+            return None
+        if ext == "eml":
+            return Sniffed(FileFormat.EML, "message/rfc822", "e-mail with an mbox From line")
+        return Sniffed(FileFormat.MBOX, "application/mbox", "mbox: From separator, then headers")
+    fields = _header_fields(text[:_HEADER_SAMPLE], len(text))
+    if len(fields) >= 3 or (ext == "eml" and len(fields) >= 2):
+        known = ", ".join(sorted(fields))
+        return Sniffed(FileFormat.EML, "message/rfc822", f"e-mail header fields ({known})")
+    return None
+
+
+def _header_fields(head: str, total: int) -> set[str]:
+    """The known mail header fields of the first block of `head`, when every line up to the
+    first blank one is a field or a folded continuation; otherwise none."""
+    names: set[str] = set()
+    for line in head.split("\n"):
+        line = line.rstrip("\r")
+        if not line.strip():
+            return names & _MAIL_FIELDS
+        if line[0] in " \t" and names:
+            continue
+        field = _HEADER_FIELD.match(line)
+        if field is None:
+            return set()
+        names.add(field.group(1).lower())
+    return names & _MAIL_FIELDS if len(head) >= total else set()
+
+
+def _sniff_delimited(text: str, ext: str) -> Sniffed | None:
+    """Rows of delimited cells (`parsing.csv_table.sniff_delimiter`): a .csv/.tsv whose rows
+    split consistently, or plain text that splits strictly so."""
+    if ext not in _CSV_EXTENSIONS and ext not in _PLAIN_EXTENSIONS:
+        return None
+    from corpus_pipeline.parsing.csv_table import sniff_delimiter
+
+    delimiter = sniff_delimiter(text, strict=ext not in _CSV_EXTENSIONS)
+    if delimiter is None:
+        return None
+    kind = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}[delimiter]
+    media = "text/tab-separated-values" if delimiter == "\t" else "text/csv"
+    return Sniffed(FileFormat.CSV, media, f"delimited text ({kind}-separated rows)")
+
+
 def _is_segments_json(text: str) -> bool:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the recursion limit: no segment list
         return False
     items = value.get("segments") if isinstance(value, dict) else value
     return (

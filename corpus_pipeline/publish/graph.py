@@ -1,4 +1,5 @@
-"""The document graph: one node per document, undirected `related` edges by shared keywords.
+"""The document graph: one node per document, undirected `related` edges by shared keywords,
+and `attachment` edges from an e-mail to each file attached to it (`attachment_pairs`).
 
 Score: the overlap coefficient of the two documents' keyword sets,
 ``|A ∩ B| / min(|A|, |B|)`` — symmetric by construction, 1.0 when the smaller set is contained
@@ -81,3 +82,17 @@ def related_edges(
             if edge is not None:
                 edges[(edge.source, edge.target)] = edge
     return [edges[key] for key in sorted(edges)]
+
+
+def attachment_pairs(
+    attached_to: dict[str, str | None], changed: Iterable[str]
+) -> list[tuple[str, str]]:
+    """(message, attachment) of every published attachment whose message is published too,
+    when either changed: a changed document's edges are all rewritten, so an unchanged
+    message keeps its edge to an attachment that changed, and the other way round."""
+    touched = set(changed)
+    return sorted(
+        (parent, doc)
+        for doc, parent in attached_to.items()
+        if parent is not None and parent in attached_to and touched & {doc, parent}
+    )

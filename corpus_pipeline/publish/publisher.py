@@ -70,7 +70,7 @@ from corpus_pipeline.publish.chunk_index import (
     repoint_resources,
     stale_resource,
 )
-from corpus_pipeline.publish.graph import document_keywords
+from corpus_pipeline.publish.graph import attachment_pairs, document_keywords
 
 # LanceDB rows held in memory before they are appended (bounds a bulk publish's memory).
 LANCE_BATCH_ROWS = 20_000
@@ -140,7 +140,7 @@ def publish_namespace(
 
         # 4. LanceDB: graph edges of the changed documents, indices
         mark = time.perf_counter()
-        _write_graph_and_indices(tables, written.node_keywords, revision, namespace)
+        _write_graph_and_indices(tables, written.node_keywords, revision, namespace, diff)
         timings["graph"] = time.perf_counter() - mark
         _pause_point(ns_dir, "lance_written")
 
@@ -401,9 +401,24 @@ def _index_chunks(
 
 
 def _write_graph_and_indices(
-    tables: dict[str, Any], node_keywords: dict[str, list[str]], revision: int, namespace: str
+    tables: dict[str, Any],
+    node_keywords: dict[str, list[str]],
+    revision: int,
+    namespace: str,
+    diff: _Diff,
 ) -> None:
-    edge_rows = t.edge_rows(tables[GRAPH_NODES], node_keywords, revision, namespace)
+    """The changed documents' edges (an e-mail and its attachment get their `attachment` edge
+    instead of a keyword one), then the indices."""
+    pairs = attachment_pairs(
+        {doc: item.record.attached_to for doc, item in diff.wanted.items()}, diff.changed
+    )
+    attached = {frozenset(pair) for pair in pairs}
+    edge_rows = [
+        row
+        for row in t.edge_rows(tables[GRAPH_NODES], node_keywords, revision, namespace)
+        if frozenset((row["source"], row["target"])) not in attached
+    ]
+    edge_rows += t.attachment_edge_rows(pairs, revision, namespace)
     if edge_rows:
         tables[GRAPH_EDGES].add(t.to_table(GRAPH_EDGES, edge_rows))
     t.ensure_indices(tables)

@@ -293,3 +293,21 @@ def edge_rows(
         }
         for edge in related_edges(node_keywords, candidates)
     ]
+
+
+def attachment_edge_rows(
+    pairs: list[tuple[str, str]], revision: int, namespace: str
+) -> list[dict[str, Any]]:
+    """One `attachment` edge from each e-mail (source) to a file attached to it (target)."""
+    return [
+        {
+            "revision": revision,
+            "namespace": namespace,
+            "source": message,
+            "target": attachment,
+            "relation": "attachment",
+            "score": 1.0,
+            "shared_keywords": [],
+        }
+        for message, attachment in pairs
+    ]

@@ -149,10 +149,12 @@ class SourceRegistry:
         document_date: date | None = None,
         *,
         document_id: str | None = None,
+        attached_to: str | None = None,
     ) -> SourceRecord:
         """Store the bytes durably, then record the document (bytes first: nothing dangles).
         `data` is the bytes, or a local file, hashed and stored as a stream (the upload API:
-        its memory holds no document's bytes).
+        its memory holds no document's bytes). `attached_to`: the id of the e-mail the file
+        was attached to.
 
         The id is `document_id` when given (an explicit replacement), else derived from
         (namespace, name): registering a name again replaces its document. A replaced
@@ -173,6 +175,7 @@ class SourceRegistry:
             organizational_unit=organizational_unit,
             document_date=document_date,
             received_at=datetime.now(UTC),
+            attached_to=attached_to,
         )
         previous = self.find(record.document_id)
         self.store.put_bytes(

@@ -21,11 +21,15 @@ from corpus_pipeline.contracts.jobs import QueuedFile, UploadFields, UploadRespo
 from corpus_pipeline.contracts.keys import Principal
 from corpus_pipeline.intake.door import Refused, safe_name
 from corpus_pipeline.intake.uploads import Checked, ReceivedFile, ReceivedForm
+from corpus_pipeline.parsing.legacy import libreoffice_available
 from corpus_pipeline.storage.store import SourceRegistry
 from corpus_pipeline.upload_api.state import IngestState
 
-# An admitted file: its label, its name as sent, its bytes on disk.
-Admitted = tuple[str, str, Path]
+# An admitted file: its label, its name as sent, its bytes on disk, and the name as sent of
+# the e-mail it is attached to (None for any other file).
+Admitted = tuple[str, str, Path, str | None]
+# A document to store: its label, id, bytes on disk and the id of the e-mail it is attached to.
+Document = tuple[str, str, Path, str | None]
 
 
 def upload_fields(values: dict[str, str]) -> UploadFields:
@@ -56,13 +60,26 @@ def accept(
     replaced = _replaced(
         state.registry, who, fields.replace_document_id, namespace, len(form.files)
     )
-    verdicts = state.door.check(form, scratch, state.limits.file_bytes, bool(fields.password))
+    verdicts = state.door.check(
+        form,
+        scratch,
+        state.limits.file_bytes,
+        bool(fields.password),
+        libreoffice_available(state.settings),
+    )
     admitted, skipped = _sorted_verdicts(form.files, verdicts)
     if replaced is not None:
         if len(admitted) != 1:
             raise Refused(400, "replace_document_id takes exactly one document")
         # The replaced document's id and name: the same document, new bytes.
-        documents = [(replaced.source_file_name, replaced.document_id, admitted[0][2])]
+        documents = [
+            (
+                replaced.source_file_name,
+                replaced.document_id,
+                admitted[0][2],
+                replaced.attached_to,
+            )
+        ]
     else:
         documents = _new_documents(state.registry, namespace, admitted)
     # All passed: now store, then record the job.
@@ -73,8 +90,9 @@ def accept(
 def _sorted_verdicts(
     files: list[ReceivedFile], verdicts: list[list[Checked]]
 ) -> tuple[list[Admitted], list[QueuedFile]]:
-    """The admitted files, and the archive members skipped as no document; any other refusal
-    refuses the request (naming the file)."""
+    """The admitted files, and the archive members skipped as no document and the e-mail
+    attachments refused at the door (listed with the reason, never refusing their message);
+    any other refusal refuses the request (naming the file)."""
     admitted: list[Admitted] = []
     skipped: list[QueuedFile] = []
     for received, checked in zip(files, verdicts, strict=True):
@@ -82,8 +100,9 @@ def _sorted_verdicts(
         for item in checked:
             if item.path is not None:
                 sent = received.sent + item.label[len(name) :]
-                admitted.append((item.label, sent, Path(item.path)))
-            elif item.member and item.status == 415:  # an archive member that is no document
+                parent = received.sent + item.parent[len(name) :] if item.parent else None
+                admitted.append((item.label, sent, Path(item.path), parent))
+            elif (item.member and item.status == 415) or item.parent is not None:
                 skipped.append(
                     QueuedFile(source_file_name=item.label, status="skipped", detail=item.message)
                 )
@@ -93,7 +112,12 @@ def _sorted_verdicts(
 
 
 def _queue(
-    state: IngestState, fields: UploadFields, name: str, document_id: str, path: Path
+    state: IngestState,
+    fields: UploadFields,
+    name: str,
+    document_id: str,
+    path: Path,
+    attached_to: str | None,
 ) -> QueuedFile:
     """Store one admitted document from its file and record its queued job."""
     record = state.registry.register(
@@ -104,6 +128,7 @@ def _queue(
         fields.organizational_unit,
         fields.document_date,
         document_id=document_id,
+        attached_to=attached_to,
     )
     with state.passwords.recording() as pending:  # set before a worker can take the job
         job = state.jobs.create(record.document_id, fields.namespace, name)
@@ -128,17 +153,21 @@ def _naming(refused: Refused, label: str) -> Refused:
 
 def _new_documents(
     registry: SourceRegistry, namespace: str, admitted: list[Admitted]
-) -> list[tuple[str, str, Path]]:
-    """(label, document id, bytes on disk) of each admitted (label, name as sent, path).
+) -> list[Document]:
+    """(label, document id, bytes on disk, e-mail's id) of each admitted (label, name as sent,
+    path, e-mail's name as sent).
 
     The id derives from the name as sent (NFC), never from its sanitised label, so two names
     that sanitise alike ("q3/report.pdf", "q3_report.pdf") are two documents. Replacing is only
     ever explicit: a name already registered in the namespace is refused (409, naming the
     document to pass as replace_document_id), and so is a name sent twice in one request."""
-    out: list[tuple[str, str, Path]] = []
-    for label, sent, path in admitted:
+    out: list[Document] = []
+    for label, sent, path, parent in admitted:
         document_id = document_id_for(namespace, unicodedata.normalize("NFC", sent))
-        if any(document_id == known for _, known, _ in out):
+        attached = (
+            document_id_for(namespace, unicodedata.normalize("NFC", parent)) if parent else None
+        )
+        if any(document_id == known for _, known, _, _ in out):
             raise Refused(400, f"'{label}' is sent twice in this request")
         if registry.find(document_id) is not None:
             raise Refused(
@@ -147,7 +176,7 @@ def _new_documents(
                 f"send replace_document_id={document_id} to replace it, or upload it under "
                 "another name",
             )
-        out.append((label, document_id, path))
+        out.append((label, document_id, path, attached))
     return out
 
 

@@ -21,7 +21,8 @@ Writing needs a key with write access to the namespace (`write_namespaces` in th
 query service reads); a key that cannot read the namespace is told it does not exist.
 
 The routes are in `routes` (one module per resource), their dependencies in `deps`, what they
-share in `state`; admitting an upload is `admission` (with `door_pool`, `gate` and `scratch`);
+share in `state`, their refusals in `errors` and the examples the OpenAPI document shows in
+`examples`; admitting an upload is `admission` (with `door_pool`, `gate` and `scratch`);
 `create_ingest_app` assembles them with the key handling, the worker threads (`worker`) and
 the readiness check (`readiness`).
 """
@@ -29,15 +30,18 @@ the readiness check (`readiness`).
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 
 from corpus_pipeline.access.keys import KeyResolver, install
+from corpus_pipeline.access.openapi import SWAGGER_UI, amend_openapi
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.intake.jobs import JobStore
 from corpus_pipeline.upload_api.errors import install_error_handlers
@@ -47,11 +51,25 @@ from corpus_pipeline.upload_api.worker import work
 
 logger = logging.getLogger(__name__)
 
+DESCRIPTION = (
+    "Upload documents into a namespace; each is processed asynchronously as a job, then "
+    "published.\n\nEvery `/v1` route needs an API key with write access to the namespace "
+    "(`corpus keys create NAME --write NAMESPACE`), sent as `Authorization: Bearer <key>` or "
+    "`X-API-Key: <key>`: use **Authorize** to send it from this page. Refusals answer "
+    '`{"detail", "field"}`: what is wrong, and the field it concerns where there is one '
+    "(`files` at the door, `authorization` for the key)."
+)
+
 
 def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastAPI:
     """The app; `worker=False` leaves jobs queued (for tests of the door alone)."""
     state = IngestState.open(settings)
-    app = FastAPI(title="corpus ingest API", lifespan=_lifespan(state, worker))
+    app = FastAPI(
+        title="corpus ingest API",
+        description=DESCRIPTION,
+        lifespan=_lifespan(state, worker),
+        swagger_ui_parameters=SWAGGER_UI,
+    )
     app.state.ingest = state
     # The query service's resolver (`access`): same key file, reloaded when it changes.
     install(
@@ -60,7 +78,33 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    amend_openapi(app, _without_unreachable_422)
     return app
+
+
+def _without_unreachable_422(schema: dict[str, Any]) -> None:
+    """FastAPI documents its 422 (a list of validation errors) for every route with parameters;
+    a route whose only parameters are plain strings (the ids in its path) can never answer it,
+    so it is left out of the OpenAPI document, and so are its schemas once nothing uses them."""
+    for operation in (op for ops in schema["paths"].values() for op in ops.values()):
+        if _plain_strings(operation) and _validation_list(operation):
+            del operation["responses"]["422"]
+    if "HTTPValidationError" not in json.dumps(schema["paths"]):
+        for name in ("HTTPValidationError", "ValidationError"):
+            schema["components"]["schemas"].pop(name, None)
+
+
+def _plain_strings(operation: dict[str, Any]) -> bool:
+    return "requestBody" not in operation and all(
+        set(p["schema"]) <= {"type", "title"} and p["schema"]["type"] == "string"
+        for p in operation.get("parameters", [])
+    )
+
+
+def _validation_list(operation: dict[str, Any]) -> bool:
+    answer = operation["responses"].get("422", {})
+    schema = answer.get("content", {}).get("application/json", {}).get("schema", {})
+    return bool(schema.get("$ref", "").endswith("/HTTPValidationError"))
 
 
 def _lifespan(

@@ -40,12 +40,28 @@ class DoorPool:
             return self._pool
 
     def check(
-        self, form: ReceivedForm, scratch: Path, max_bytes: int, has_password: bool
+        self,
+        form: ReceivedForm,
+        scratch: Path,
+        max_bytes: int,
+        has_password: bool,
+        libreoffice: bool | None = None,
     ) -> list[list[Checked]]:
-        """Each received file's verdicts, in order (all files checked side by side)."""
+        """Each received file's verdicts, in order (all files checked side by side).
+        `libreoffice`: whether the API's deployment has it (the door processes were forked
+        before any request, so they are told rather than left to look it up)."""
         pool = self._current()
         futures = [
-            pool.submit(check_file, str(f.path), f.sent, str(scratch), n, max_bytes, has_password)
+            pool.submit(
+                check_file,
+                str(f.path),
+                f.sent,
+                str(scratch),
+                n,
+                max_bytes,
+                has_password,
+                libreoffice,
+            )
             for n, f in enumerate(form.files)
         ]
         out: list[list[Checked]] = []

@@ -3,8 +3,9 @@
 Every route is versioned under /v1, answers with a shared pydantic contract, names its revision
 (in the body and the `X-Corpus-Revision` header), and runs blocking work in the service's
 bounded worker pool, never on the event loop. The routes are in `routes` (one module per
-resource), their dependencies in `deps`, the error answers in `errors`; `create_app` assembles
-them with the key handling and the MCP endpoint.
+resource), their dependencies in `deps`, the error answers in `errors`, the examples the
+OpenAPI document shows in `examples`; `create_app` assembles them with the key handling and the
+MCP endpoint.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from typing import Any
 
 from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
 
 from corpus_pipeline.access.keys import AccessDenied, denied_response, install
+from corpus_pipeline.access.openapi import SWAGGER_UI, amend_openapi
+from corpus_pipeline.contracts.artifacts import Manifest
 from query_service.api.deps import scope_principal
 from query_service.api.errors import install_error_handlers
 from query_service.api.routes import ROUTERS
@@ -27,7 +31,10 @@ from query_service.service import QueryService
 
 DESCRIPTION = (
     "Search and read a published corpus; results carry citations. Retrieval returns evidence, "
-    "never answers."
+    "never answers.\n\nEvery `/v1` route needs an API key (`corpus keys create`), sent as "
+    "`Authorization: Bearer <key>` or `X-API-Key: <key>`: use **Authorize** to send it from "
+    'this page. Refusals answer `{"detail", "field"}`: what is wrong, and the field it '
+    "concerns (`authorization` for the key)."
 )
 
 
@@ -49,6 +56,7 @@ def create_app(
         version="1",
         description=DESCRIPTION,
         lifespan=_lifespan(service, mcp),
+        swagger_ui_parameters=SWAGGER_UI,
     )
     app.state.service = service
     install(app, service.keys)
@@ -56,7 +64,26 @@ def create_app(
     for router in ROUTERS:
         app.include_router(router)
     app.mount("/mcp", _mcp_auth(service, mcp_app))
+    amend_openapi(app, _by_field_name(Manifest))
     return app
+
+
+def _by_field_name(*models: type[BaseModel]) -> Callable[[dict[str, Any]], None]:
+    """FastAPI documents response models by alias, but the routes answer `model_dump_json()`,
+    by field name: the aliased fields of `models` (the manifest's `hierarchy`, `HIERARCHY` on
+    disk) are documented by the names the answers carry."""
+
+    def amend(schema: dict[str, Any]) -> None:
+        for model in models:
+            _rename_aliases(schema["components"]["schemas"][model.__name__], model)
+
+    return amend
+
+
+def _rename_aliases(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    names = {f.alias: name for name, f in model.model_fields.items() if f.alias}
+    schema["properties"] = {names.get(k, k): v for k, v in schema["properties"].items()}
+    schema["required"] = [names.get(k, k) for k in schema.get("required", [])]
 
 
 def _lifespan(

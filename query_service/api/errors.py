@@ -10,18 +10,67 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
+from corpus_pipeline.access.openapi import Refusal, error_responses
 from corpus_pipeline.contracts.api import ErrorBody
 from query_service.retrieval.agentic import BudgetTooSmall
 from query_service.snapshot.revision import NamespaceNotFound
 from query_service.snapshot.store import DocumentNotFound, ResourceNotFound
 
-# The error answers of a keyed route, for the OpenAPI description.
-ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": ErrorBody},
-    404: {"model": ErrorBody},
-    422: {"model": ErrorBody},
-    503: {"model": ErrorBody, "description": "No usable key file (names it and the fix)."},
-}
+# The refusals of the routes, for the OpenAPI description (the handlers below give them).
+NO_NAMESPACE = Refusal(
+    "The namespace has no published revision, or the key may not read it (both answer alike).",
+    ErrorBody(detail="namespace 'nowhere' has no published revision", field="namespace"),
+)
+NO_DOCUMENT = Refusal(
+    "No such document in the namespace's revision (or no such namespace, as above).",
+    ErrorBody(detail="document 'nope' not found", field="document_id"),
+)
+NO_RESOURCE = Refusal(
+    "No such table or image in the document (or no such document or namespace, as above).",
+    ErrorBody(
+        detail="resource 'images/x.png' not found in document 'ducks-field-notes-txt-7f4f0fb9edeb'",
+        field="ref",
+    ),
+)
+
+
+def _breaks_schema(field: str, message: str, also: str = "") -> Refusal:
+    """The 422 of a request that breaks its schema (`_invalid` below answers it)."""
+    return Refusal(
+        "The request breaks its schema: the first problem, as `field: message`." + also,
+        ErrorBody(detail=f"{field}: {message}", field=field),
+    )
+
+
+BAD_NAMESPACE = _breaks_schema(
+    "namespace", "String should match pattern '^[a-z0-9][a-z0-9_-]{0,63}$'"
+)
+BAD_DOCUMENT_ID = _breaks_schema("document_id", "String should have at most 200 characters")
+# The error answers of each kind of keyed route: what it may refuse, besides the key.
+KEYED = error_responses({})
+NAMESPACED = error_responses({404: NO_NAMESPACE, 422: BAD_NAMESPACE})
+LISTED = error_responses(
+    {404: NO_NAMESPACE, 422: _breaks_schema("limit", "Input should be less than or equal to 500")}
+)
+SEARCHED = error_responses(
+    {
+        404: NO_NAMESPACE,
+        422: _breaks_schema(
+            "query",
+            "String should have at least 1 character",
+            " Agentic search answers so too when `token_budget` cannot hold even an answer "
+            "without evidence.",
+        ),
+    }
+)
+READ = error_responses(
+    {
+        404: NO_NAMESPACE,
+        422: _breaks_schema("refs", "List should have at least 1 item after validation, not 0"),
+    }
+)
+DOCUMENT = error_responses({404: NO_DOCUMENT, 422: BAD_DOCUMENT_ID})
+RESOURCE = error_responses({404: NO_RESOURCE, 422: BAD_DOCUMENT_ID})
 
 
 def install_error_handlers(app: FastAPI) -> None:

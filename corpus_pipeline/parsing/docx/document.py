@@ -7,8 +7,8 @@ from __future__ import annotations
 from lxml import etree
 
 from corpus_pipeline.contracts import LinkSpan, RowType
-from corpus_pipeline.parsing.base import ParseContext
-from corpus_pipeline.parsing.dates import declared_office_date
+from corpus_pipeline.parsing.base import Locator, ParseContext
+from corpus_pipeline.parsing.dates import declare_core_properties
 from corpus_pipeline.parsing.docx.inline import ImageRef, normalise
 from corpus_pipeline.parsing.docx.ooxml import (
     DELETED,
@@ -23,19 +23,6 @@ from corpus_pipeline.parsing.docx.ooxml import (
 from corpus_pipeline.parsing.docx.package import open_package
 from corpus_pipeline.parsing.docx.reader import DocxReader
 from corpus_pipeline.parsing.docx.tables import TableReader
-
-
-class Locator:
-    """Builds `body/sdt[0]/p[2]`-style paths: per-container, per-tag 0-based indexes."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self._counts: dict[str, int] = {}
-
-    def next(self, tag: str) -> str:
-        index = self._counts.get(tag, 0)
-        self._counts[tag] = index + 1
-        return f"{self.prefix}/{tag}[{index}]"
 
 
 def _is_toc_sdt(sdt: etree._Element) -> bool:
@@ -128,8 +115,6 @@ class BodyWalker:
 def parse_docx(ctx: ParseContext) -> None:
     """Emit the document body's blocks in source order (see the module docstring for why)."""
     document = open_package(ctx.source_path, ctx)
-    ctx.declared_title = document.core_properties.title or None
-    core = document.core_properties
-    ctx.declared_date = declared_office_date(core.created, core.modified)
+    declare_core_properties(ctx, document)
     reader = DocxReader(ctx, document)
     BodyWalker(reader).blocks(reader.body, Locator("body"), in_toc=False)

@@ -7,14 +7,13 @@ from __future__ import annotations
 import io
 import posixpath
 import zipfile
-import zlib
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from lxml import etree
 
-from corpus_pipeline.common.errors import CorruptDocumentError
+from corpus_pipeline.common.errors import ZIP_DAMAGE, CorruptDocumentError
 from corpus_pipeline.parsing.base import ParseContext
 
 
@@ -35,7 +34,7 @@ def open_package(path: Path, ctx: ParseContext) -> Any:
         missing = str(exc.args[0]) if exc.args else "a package part"
         try:
             data, dropped = _without_dangling_rels(path)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, etree.XMLSyntaxError) as err:
+        except (*ZIP_DAMAGE, etree.XMLSyntaxError) as err:
             raise CorruptDocumentError(
                 "docx", f"unreadable archive ({type(err).__name__})"
             ) from err
@@ -70,7 +69,7 @@ def _load(source: Path | io.BytesIO) -> Any:
         raise CorruptDocumentError(
             "docx", "not a Word document (its main part has another content type)"
         ) from exc
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+    except ZIP_DAMAGE as exc:
         raise CorruptDocumentError("docx", f"unreadable archive ({type(exc).__name__})") from exc
     except (AttributeError, TypeError) as exc:
         # python-docx reads package XML of the wrong shape (a [Content_Types].xml without its

@@ -46,6 +46,7 @@ from corpus_pipeline.parsing.pdf.layout import (
 )
 from corpus_pipeline.parsing.pdf.ocr import (
     OcrParagraph,
+    page_seconds,
     recognise,
     render_page,
     tesseract_lang,
@@ -123,12 +124,13 @@ class PdfReader:
         self.cuts: dict[int, list[float]] = {}  # column gutters per page (reading order)
         self.toc = [e for e in pdf.toc if 1 <= e.page <= doc.page_count]
         self.sampled_tables = {f.page: f.table_likely for f in pdf.pages}
-        # The profile's reads of sampled pages, handed on with the profile.
-        self.page_reads = reads.take(ctx.profile, ctx.source_path)
+        # The profile's reads of sampled pages, handed on by the pipeline.
+        self.page_reads = reads.usable(ctx.prior_reads, ctx.source_path)
         self.ocr_lang = tesseract_lang(ctx.profile.language)
         self.ocr_warned = False
         self.ocr_pages = 0
         self.ocr_workers = _setting(ctx, "ocr_workers")
+        self.ocr_seconds = page_seconds(_setting(ctx, "parse_timeout_seconds"))
         self.ocr_pool: ThreadPoolExecutor | None = None  # started at the first scanned page
         self.ocr_pending: list[tuple[PageContent, Future[list[OcrParagraph]]]] = []
         self.judge = self._judge()
@@ -403,7 +405,9 @@ class PdfReader:
         side); at most two pages per worker wait, rendered, in memory (~25 MB each)."""
         if self.ocr_pool is None:
             self.ocr_pool = ThreadPoolExecutor(self.ocr_workers, thread_name_prefix="corpus-ocr")
-        self.ocr_pending.append((p, self.ocr_pool.submit(recognise, image, self.ocr_lang)))
+        self.ocr_pending.append(
+            (p, self.ocr_pool.submit(recognise, image, self.ocr_lang, self.ocr_seconds))
+        )
         p.scanned = True
         self._finish_ocr(2 * self.ocr_workers)
 

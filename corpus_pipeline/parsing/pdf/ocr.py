@@ -72,8 +72,17 @@ def render_page(page: Page) -> Any:
     return image
 
 
-def recognise(image: Any, lang: str) -> list[OcrParagraph]:
-    """Paragraphs of a page image rendered at `DPI`, in Tesseract's reading order.
+def page_seconds(parse_timeout_seconds: float) -> float:
+    """How long one page's recognition may run: a third of the parse time limit (0: no limit).
+    A page of noise (a damaged scan) keeps Tesseract busy for many minutes (over 400 s for one
+    A4 page); stopped, it loses its text with a diagnostic, where the whole document would
+    otherwise fail at the parse limit."""
+    return parse_timeout_seconds / 3 if parse_timeout_seconds > 0 else 0.0
+
+
+def recognise(image: Any, lang: str, timeout: float = 0.0) -> list[OcrParagraph]:
+    """Paragraphs of a page image rendered at `DPI`, in Tesseract's reading order; past
+    `timeout` seconds (0: none) Tesseract is stopped and a RuntimeError raised.
 
     Tesseract runs single-threaded (`OMP_THREAD_LIMIT=1` unless set): its OpenMP threads
     spin against each other and against the other pages' recognition, which runs side by side
@@ -81,7 +90,9 @@ def recognise(image: Any, lang: str) -> list[OcrParagraph]:
     import pytesseract
 
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
-    data = pytesseract.image_to_data(image, lang=lang, output_type=pytesseract.Output.DICT)
+    data = pytesseract.image_to_data(
+        image, lang=lang, output_type=pytesseract.Output.DICT, timeout=timeout
+    )
     scale = 72.0 / DPI
     paragraphs: dict[tuple[int, int], dict[int, list[int]]] = {}
     for i, word in enumerate(data["text"]):

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from corpus_pipeline.upload_api.routes import documents, health, jobs, namespaces
+from corpus_pipeline.upload_api.routes import documents, formats, health, jobs, namespaces
 
 ROUTERS: tuple[APIRouter, ...] = (
     health.router,
     documents.router,
     jobs.router,
     namespaces.router,
+    formats.router,
 )

@@ -9,25 +9,31 @@ import functools
 from fastapi import APIRouter, HTTPException, Request
 
 from corpus_pipeline.access.keys import may_read, may_write_somewhere
+from corpus_pipeline.access.openapi import example_response
 from corpus_pipeline.common.errors import CorpusError
 from corpus_pipeline.contracts.jobs import Job, UploadResponse, upload_form_schema
 from corpus_pipeline.intake.door import Refused
 from corpus_pipeline.intake.uploads import receive_form
 from corpus_pipeline.upload_api.admission import accept, upload_fields
 from corpus_pipeline.upload_api.deps import PrincipalDep, StateDep, require_writable
+from corpus_pipeline.upload_api.errors import DELETE, UPLOAD
+from corpus_pipeline.upload_api.examples import REMOVAL, UPLOAD_FORMS, UPLOADED
 from corpus_pipeline.upload_api.scratch import scratch_folder
 
-router = APIRouter()
+router = APIRouter(tags=["documents"])
 
 
 @router.post(
     "/v1/documents",
     status_code=202,
     response_model=UploadResponse,
+    responses={**example_response(UPLOADED, status=202), **UPLOAD},
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"multipart/form-data": {"schema": upload_form_schema()}},
+            "content": {
+                "multipart/form-data": {"schema": upload_form_schema(), "examples": UPLOAD_FORMS}
+            },
         }
     },
 )
@@ -59,7 +65,12 @@ async def upload(request: Request, who: PrincipalDep, state: StateDep) -> Upload
             return await asyncio.get_running_loop().run_in_executor(state.upload_pool, admit)
 
 
-@router.delete("/v1/documents/{document_id}", status_code=202, response_model=Job)
+@router.delete(
+    "/v1/documents/{document_id}",
+    status_code=202,
+    response_model=Job,
+    responses={**example_response(REMOVAL, status=202), **DELETE},
+)
 def delete(document_id: str, who: PrincipalDep, state: StateDep) -> Job:
     """Queue the removal: the record, the artifacts, then a revision without it."""
     try:

@@ -5,22 +5,43 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 
 from corpus_pipeline.access.keys import may_read
+from corpus_pipeline.access.openapi import example_response
 from corpus_pipeline.common.errors import CorpusError
 from corpus_pipeline.contracts.jobs import Job
 from corpus_pipeline.contracts.keys import Principal
 from corpus_pipeline.storage.store import SourceRegistry
 from corpus_pipeline.upload_api.deps import PrincipalDep, StateDep, require_writable
+from corpus_pipeline.upload_api.errors import JOB, RETRY
+from corpus_pipeline.upload_api.examples import DONE, FAILED, QUEUED
 from corpus_pipeline.upload_api.state import IngestState
 
-router = APIRouter()
+router = APIRouter(tags=["jobs"])
 
 
-@router.get("/v1/jobs/{job_id}", response_model=Job)
+@router.get(
+    "/v1/jobs/{job_id}",
+    response_model=Job,
+    responses={
+        **example_response(
+            {
+                "done": ("Done: its document is in the published revision", DONE),
+                "queued": ("Queued: waiting for a worker", QUEUED),
+                "error": ("Failed: the reason in words, naming the file", FAILED),
+            }
+        ),
+        **JOB,
+    },
+)
 def job_status(job_id: str, who: PrincipalDep, state: StateDep) -> Job:
     return _readable_job(state, who, job_id)
 
 
-@router.post("/v1/jobs/{job_id}/retry", status_code=202, response_model=Job)
+@router.post(
+    "/v1/jobs/{job_id}/retry",
+    status_code=202,
+    response_model=Job,
+    responses={**example_response(QUEUED, status=202), **RETRY},
+)
 def retry(job_id: str, who: PrincipalDep, state: StateDep) -> Job:
     job = _readable_job(state, who, job_id)
     require_writable(who, job.namespace)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from query_service.api.routes import admin, documents, health, namespaces, read, search
+from query_service.api.routes import (
+    admin,
+    documents,
+    formats,
+    health,
+    namespaces,
+    read,
+    search,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     health.router,
@@ -12,5 +20,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     read.router,
     documents.router,
     namespaces.router,
+    formats.router,
     admin.router,
 )

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 from pydantic import BaseModel
 
+from corpus_pipeline.access.openapi import Responses, header_docs
 from corpus_pipeline.contracts.api import DocumentDetail, DocumentList, Neighbors, Outline
 from query_service.api.deps import (
     DocumentIdParam,
@@ -17,13 +18,20 @@ from query_service.api.deps import (
     ServiceDep,
     run_blocking,
 )
-from query_service.api.errors import ERRORS
-from query_service.api.responses import revision_json
+from query_service.api.errors import DOCUMENT, LISTED, RESOURCE
+from query_service.api.examples import (
+    DOCUMENT_DETAIL,
+    DOCUMENT_LIST,
+    NEIGHBORS,
+    OUTLINE,
+    TABLE_HTML,
+)
+from query_service.api.responses import REVISION_HEADER, answers, revision_json
 
 router = APIRouter(tags=["documents"])
 
 
-@router.get("/v1/documents", response_model=DocumentList, responses=ERRORS)
+@router.get("/v1/documents", response_model=DocumentList, responses=answers(DOCUMENT_LIST, LISTED))
 async def documents(
     svc: ServiceDep,
     principal: PrincipalDep,
@@ -35,7 +43,7 @@ async def documents(
     return revision_json(response, response.revision)
 
 
-def _document_view(path: str, model: type[BaseModel], name: str) -> None:
+def _document_view(path: str, model: type[BaseModel], name: str, example: BaseModel) -> None:
     """`GET path`: one document's view, `QueryService.<name>(principal, namespace, document_id)`
     (the detail, the outline, the neighbours), answered with its revision."""
 
@@ -49,24 +57,32 @@ def _document_view(path: str, model: type[BaseModel], name: str) -> None:
         return revision_json(response, response.revision)
 
     view.__name__ = view.__qualname__ = name
-    router.get(path, response_model=model, responses=ERRORS, name=name)(view)
+    router.get(path, response_model=model, responses=answers(example, DOCUMENT), name=name)(view)
 
 
-_document_view("/v1/documents/{document_id}", DocumentDetail, "document")
-_document_view("/v1/documents/{document_id}/outline", Outline, "outline")
-_document_view("/v1/documents/{document_id}/neighbors", Neighbors, "neighbors")
+_document_view("/v1/documents/{document_id}", DocumentDetail, "document", DOCUMENT_DETAIL)
+_document_view("/v1/documents/{document_id}/outline", Outline, "outline", OUTLINE)
+_document_view("/v1/documents/{document_id}/neighbors", Neighbors, "neighbors", NEIGHBORS)
+
+# The stored file as it is served: an image's bytes, or a table's HTML.
+RESOURCE_ANSWERS: Responses = {
+    200: {
+        "description": "The stored file: image/png, image/jpeg, … or table HTML.",
+        "headers": header_docs({**REVISION_HEADER, "ETag": "The file's SHA-256, quoted."}),
+        "content": {
+            "image/png": {"schema": {"type": "string", "format": "binary"}},
+            "image/jpeg": {"schema": {"type": "string", "format": "binary"}},
+            "text/html": {"schema": {"type": "string"}, "example": TABLE_HTML},
+        },
+    },
+    **RESOURCE,
+}
 
 
 @router.get(
     "/v1/documents/{document_id}/resources/{ref:path}",
     response_class=Response,
-    responses={
-        200: {
-            "description": "The stored file: image/png, image/jpeg, … or table HTML.",
-            "content": {"image/png": {}, "image/jpeg": {}, "text/html": {}},
-        },
-        **ERRORS,
-    },
+    responses=RESOURCE_ANSWERS,
 )
 async def resource(
     document_id: DocumentIdParam,

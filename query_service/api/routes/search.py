@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Body
 from fastapi.responses import Response
 from pydantic import Discriminator, Tag
 
+from corpus_pipeline.access.openapi import request_examples
 from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse
 from corpus_pipeline.contracts.search import SearchRequest, SearchResponse
 from query_service.api.deps import PrincipalDep, ServiceDep, run_blocking
-from query_service.api.errors import ERRORS, require_unicode
+from query_service.api.errors import SEARCHED, require_unicode
+from query_service.api.examples import (
+    AGENTIC_REQUEST,
+    AGENTIC_RESPONSE,
+    CLASSIC_REQUEST,
+    FILTERED_REQUEST,
+    SEARCH_RESPONSE,
+)
+from query_service.api.responses import answers
 
 router = APIRouter(tags=["search"])
 
@@ -28,10 +37,27 @@ def _mode(value: Any) -> str:
 SearchBody = Annotated[
     Annotated[SearchRequest, Tag("classic")] | Annotated[AgenticRequest, Tag("agentic")],
     Discriminator(_mode),
+    Body(
+        openapi_examples=request_examples(
+            classic=("Classic: fused search, best results first", CLASSIC_REQUEST),
+            filtered=("Classic, tables only, filtered", FILTERED_REQUEST),
+            agentic=("Agentic: cited evidence under a token budget", AGENTIC_REQUEST),
+        )
+    ),
 ]
 
 
-@router.post("/v1/search", response_model=SearchResponse | AgenticResponse, responses=ERRORS)
+@router.post(
+    "/v1/search",
+    response_model=SearchResponse | AgenticResponse,
+    responses=answers(
+        {
+            "classic": ("Classic search (`mode` classic)", SEARCH_RESPONSE),
+            "agentic": ("Agentic search (`mode` agentic)", AGENTIC_RESPONSE),
+        },
+        SEARCHED,
+    ),
+)
 async def search(request: SearchBody, svc: ServiceDep, principal: PrincipalDep) -> Response:
     require_unicode(request)
     body, revision = await run_blocking(svc, svc.search_with_revision, principal, request)
