@@ -559,6 +559,44 @@ def upload_door(r: Result) -> Lines:
 
 Single = Callable[[Result], Lines]
 Several = Callable[[Sequence[Result]], Lines]
+
+
+def fuzz_parsers(r: Result) -> Lines:
+    d, config, totals = r.data, r.data.get("config", {}), r.data.get("totals", {})
+    rows = [
+        [
+            fmt,
+            num(f.get("inputs")),
+            num(f.get("worker_inputs")),
+            num(f.get("conversions")),
+            num(len(f.get("findings", []))),
+            num(len(f.get("memory_limit_stops", []))),
+            num(f.get("peak_worker_rss_mb"), 0),
+        ]
+        for fmt, f in d.get("formats", {}).items()
+    ]
+    return [
+        f"{num(config.get('seconds'), 0)} s over every routed format (seed {config.get('seed')}, "
+        f"parse limits {num(config.get('parse_timeout_seconds'), 0)} s / "
+        f"{config.get('parse_max_memory_mb')} MiB): {num(totals.get('inputs'))} inputs, "
+        f"{num(totals.get('crash'))} crashes, {num(totals.get('hang'))} hangs, "
+        f"{num(totals.get('memory_limit_stops'))} stops at the memory limit.",
+        "",
+        *table(
+            [
+                "format",
+                "inputs",
+                "in the worker",
+                "LibreOffice",
+                "crashes",
+                "memory stops",
+                "peak worker MiB",
+            ],
+            rows,
+        ),
+    ]
+
+
 SECTIONS: list[tuple[str, str, Single]] = [
     ("Structure quality", "structure_quality", structure_quality),
     ("Search quality", "search_quality", search_quality),
@@ -572,6 +610,7 @@ SECTIONS: list[tuple[str, str, Single]] = [
     ("Real-world ingest", "realworld_ingest", realworld_ingest),
     ("Soak", "soak", soak),
     ("Upload door", "upload_door", upload_door),
+    ("Parser fuzzing", "fuzz_parsers", fuzz_parsers),
 ]
 GROUPS: list[tuple[str, str, Several]] = [
     ("Ingest throughput", "ingest_speed", ingest_speed),
@@ -593,6 +632,7 @@ ORDER = [
     "sensor_ingest",
     "soak",
     "upload_door",
+    "fuzz_parsers",
 ]
 
 

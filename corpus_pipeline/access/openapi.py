@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel
@@ -139,9 +139,18 @@ def amend_openapi(app: FastAPI, amend: Callable[[dict[str, Any]], None]) -> None
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def readiness_responses(not_ready: str) -> Responses:
-    """The documented answers of a `/readyz` probe: ok, or 503 `loading` and why."""
-    return {
+def probe_router(ready: Callable[[Request], bool], not_ready: str, readiness_doc: str) -> APIRouter:
+    """`/healthz` and `/readyz`, to anyone (everything else is for keys): liveness is always
+    ok; readiness is `ready(request)`, 503 `loading` (and `not_ready` in the docs) otherwise.
+    `ready` must answer at once: a probe never waits on a busy store."""
+    router = APIRouter(tags=["health"])
+
+    @router.get("/healthz", response_model=Health, responses=example_response(Health(status="ok")))
+    async def healthz() -> Health:
+        """Ok or not, to anyone."""
+        return Health(status="ok")
+
+    responses: Responses = {
         **example_response(Health(status="ok")),
         503: {
             "model": Health,
@@ -150,8 +159,10 @@ def readiness_responses(not_ready: str) -> Responses:
         },
     }
 
+    @router.get("/readyz", response_model=Health, responses=responses, description=readiness_doc)
+    async def readyz(request: Request) -> Response:
+        is_ready = ready(request)
+        body = Health(status="ok" if is_ready else "loading").model_dump_json()
+        return Response(body, status_code=200 if is_ready else 503, media_type="application/json")
 
-def readiness(ready: bool) -> Response:
-    """A `/readyz` answer: 200 `ok`, else 503 `loading` (a probe reads the status code)."""
-    body = Health(status="ok" if ready else "loading").model_dump_json()
-    return Response(body, status_code=200 if ready else 503, media_type="application/json")
+    return router

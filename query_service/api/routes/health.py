@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-from fastapi.responses import Response
+from fastapi import Request
 
-from corpus_pipeline.access.openapi import example_response, readiness, readiness_responses
-from corpus_pipeline.contracts.api import Health
-from query_service.api.deps import ServiceDep
-
-router = APIRouter(tags=["health"])
+from corpus_pipeline.access.openapi import probe_router
+from query_service.service import QueryService
 
 
-@router.get("/healthz", response_model=Health, responses=example_response(Health(status="ok")))
-async def healthz() -> Health:
-    """Ok or not, to anyone: namespaces and revisions are for keys (`/v1/namespaces`)."""
-    return Health(status="ok")
+def _ready(request: Request) -> bool:
+    service: QueryService = request.app.state.service
+    return service.snapshots.ready
 
 
-@router.get(
-    "/readyz",
-    response_model=Health,
-    responses=readiness_responses("the published revisions are still loading."),
+router = probe_router(
+    _ready,
+    "the published revisions are still loading.",
+    "Ready once the published revisions of every namespace are loaded.",
 )
-async def readyz(svc: ServiceDep) -> Response:
-    return readiness(svc.snapshots.ready)
