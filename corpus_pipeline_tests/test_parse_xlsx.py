@@ -379,3 +379,23 @@ def test_a_broken_workbook_raises_corrupt_document_error(kind: str, tmp_path: Pa
     broken = truncated_copy(path, tmp_path, keep=120)
     with pytest.raises(CorruptDocumentError, match=kind):
         run_parser(parser, broken, tmp_path / "work", fmt)
+
+
+def test_an_opendocument_workbook_that_expands_past_its_budget_is_refused_as_corrupt(
+    tmp_path: Path,
+) -> None:
+    """A few hundred kilobytes that inflate past the per-member budget: refused while
+    decompressing, before the parse worker's memory fills."""
+    import zipfile
+
+    from corpus_pipeline.parsing.xlsx import parse_ods
+    from corpus_pipeline.parsing.zipped import MAX_MEMBER_BYTES
+
+    path = tmp_path / "bomb.ods"
+    padding = b" " * (MAX_MEMBER_BYTES + 1024)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
+        zf.writestr("content.xml", _ODS_CONTENT.encode("utf-8") + padding)
+    assert path.stat().st_size < 1024 * 1024
+    with pytest.raises(CorruptDocumentError, match="ods.*MemberTooLarge"):
+        run_parser(parse_ods, path, tmp_path / "work", FileFormat.ODS)

@@ -28,6 +28,7 @@ from openpyxl.utils import get_column_letter
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext, load_or_corrupt
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
+from corpus_pipeline.parsing.zipped import ZipPackage, xml_parser
 
 Cell = tuple[int, int]  # (row, column), 1-based as in the sheet
 # Data rows per stored table: a longer block (a data sheet) is stored as consecutive tables of
@@ -456,8 +457,10 @@ def parse_ods(ctx: ParseContext) -> None:
     from lxml import etree
 
     def read() -> Any:
-        with zipfile.ZipFile(ctx.source_path) as zf:
-            return etree.fromstring(zf.read("content.xml"))
+        # Counted while decompressing: a small file that expands to gigabytes is refused as
+        # damaged before it fills the parse worker's memory.
+        with ZipPackage(ctx.source_path, "ods") as package:
+            return etree.fromstring(package.read("content.xml"), xml_parser())
 
     root = load_or_corrupt("ods", "spreadsheet", read)
     hidden_styles = {
