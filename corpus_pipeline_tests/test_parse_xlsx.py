@@ -397,5 +397,5 @@ def test_an_opendocument_workbook_that_expands_past_its_budget_is_refused_as_cor
         zf.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
         zf.writestr("content.xml", _ODS_CONTENT.encode("utf-8") + padding)
     assert path.stat().st_size < 1024 * 1024
-    with pytest.raises(CorruptDocumentError, match="ods.*MemberTooLarge"):
+    with pytest.raises(CorruptDocumentError, match=r"ods.*MemberTooLarge"):
         run_parser(parse_ods, path, tmp_path / "work", FileFormat.ODS)
