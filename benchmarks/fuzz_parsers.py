@@ -2,7 +2,8 @@
 mutations, through the door, the profile and the routed parser (`harness.fuzz`).
 
     python -m benchmarks.fuzz_parsers [--seconds 600] [--out benchmarks/results/]
-        [--formats pdf,docx] [--seed 40] [--timeout 60] [--memory-mb 2048] [--no-save]
+        [--formats pdf,docx] [--seed 40] [--timeout 60] [--memory-mb 2048]
+        [--findings benchmarks/results/fuzz_findings/] [--no-save]
 
 1. Lists the formats from the router (`harness.fuzz.targets`) and builds their seeds (built in
    code, plus `../shared/corpus/docs` read in place); a format without a seed is reported.
@@ -10,8 +11,9 @@ mutations, through the door, the profile and the routed parser (`harness.fuzz`).
    `--timeout` and a memory limit of `--memory-mb` for the parse worker (set for this run in
    the settings the worker reads), and at most `--conversions` LibreOffice conversions each.
 3. Each distinct finding (a crash, a hang past the time limit) is shrunk a little and written
-   to `corpus_pipeline_tests/regressions/fuzz/`, where `test_fuzz_parsers.py` keeps checking
-   it (`--no-save`: only reported). A parse stopped at the memory limit (a decompression bomb)
+   to `--findings` (`--no-save`: only reported); once the crash is fixed, the file joins the
+   suite's regression files (`regressions/fuzz/` beside the fuzz test), which every test run
+   feeds through the same checks. A parse stopped at the memory limit (a decompression bomb)
    is the limit doing its work: listed, not a finding.
 4. Writes `fuzz_parsers.json`: per format the inputs tried, the outcomes per stage, the
    findings with their regression file, the memory-limit stops, and the peak resident memory
@@ -32,7 +34,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import REPO, RESULTS, SHARED_CORPUS, log, machine_facts, write_json
+from benchmarks.harness import RESULTS, SHARED_CORPUS, log, machine_facts, write_json
 from benchmarks.harness.fuzz import (
     Checker,
     Finding,
@@ -160,19 +162,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for target in found:
             memory.label = target.format.value
             result = fuzz_format(
-                target, sets[target.format], config, checker, _recorder(checker, args.save)
+                target,
+                sets[target.format],
+                config,
+                checker,
+                _recorder(checker, args.findings if args.save else None),
             )
             rows[target.format.value] = _format_row(result, memory.peaks.get(memory.label, 0.0))
             log(_line(target, result))
     return _summary(args, found, rows, share, seeding)
 
 
-def _recorder(checker: Checker, save: bool) -> Any:
+def _recorder(checker: Checker, findings: Path | None) -> Any:
     def record(finding: Finding) -> None:
         log(f"  {finding.verdict.outcome}: {finding.verdict.error} at {finding.verdict.where}")
-        if save:
+        if findings is not None:
             smaller = shrink(checker, finding)
-            finding.regression = str(save_regression(smaller).relative_to(REPO))
+            finding.regression = str(save_regression(smaller, findings))
 
     return record
 
@@ -237,6 +243,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--conversions", type=int, default=10, help="LibreOffice runs a format")
     parser.add_argument("--shared-max-bytes", type=int, default=1 << 20)
     parser.add_argument("--no-save", dest="save", action="store_false")
+    parser.add_argument(
+        "--findings",
+        type=Path,
+        default=RESULTS / "fuzz_findings",
+        help="where the inputs of new findings are written",
+    )
     args = parser.parse_args(argv)
     summary = run(args)
     path = write_json(args.out / "fuzz_parsers.json", summary)

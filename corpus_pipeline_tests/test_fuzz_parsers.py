@@ -22,7 +22,6 @@ import pytest
 
 from benchmarks.harness import SHARED_CORPUS
 from benchmarks.harness.fuzz import (
-    REGRESSIONS,
     Checked,
     Checker,
     Finding,
@@ -43,6 +42,9 @@ from corpus_pipeline.pipeline import processes
 from corpus_pipeline.pipeline.isolation import run_parse_isolated
 from corpus_pipeline.profiling import profile_source
 from corpus_pipeline.profiling.sniff import sniff_format
+
+# Inputs that once crashed a parser, the door or the profile (README there).
+REGRESSIONS = Path(__file__).parent / "regressions" / "fuzz"
 
 TARGETS = targets()
 CI = FuzzConfig(seed=40, inputs=12, worker_every=4, conversions=1)

@@ -1,5 +1,5 @@
 """The parser fuzz engine, shared by the benchmark (`benchmarks.fuzz_parsers`, a long budget) and
-the CI test (`corpus_pipeline_tests/test_fuzz_parsers.py`, a short one).
+the suite's fuzz test (a short one).
 
 Formats come from the product, not from a list here: every `FileFormat` the router gives a
 parser strategy is fuzzed through it, and a format it does not route (an mbox, which the door
@@ -41,7 +41,6 @@ from pathlib import Path
 from random import Random
 from typing import TypeVar
 
-from benchmarks.harness import REPO
 from benchmarks.harness.fuzz_mutations import HEAVY, mutate
 from benchmarks.harness.fuzz_seeds import Seed, generated_seeds, shared_seeds
 from corpus_pipeline.common.errors import CorpusError, ParseLimitError, StageFailedError
@@ -54,7 +53,6 @@ from corpus_pipeline.pipeline import stages
 from corpus_pipeline.pipeline.isolation import run_parse_isolated
 from corpus_pipeline.profiling import profile_source
 
-REGRESSIONS = REPO / "corpus_pipeline_tests" / "regressions" / "fuzz"
 FINDINGS = frozenset({"crash", "hang"})
 LIMITED = "memory"
 # Carried files (attachments, an mbox's messages) parsed per input, at most.
@@ -480,7 +478,7 @@ def regression_name(item: FuzzInput) -> str:
     return f"{item.format.value}-{item.sha[:10]}.{extension}"
 
 
-def save_regression(item: FuzzInput, folder: Path = REGRESSIONS) -> Path:
+def save_regression(item: FuzzInput, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / regression_name(item)
     path.write_bytes(item.data)
