@@ -220,3 +220,26 @@ def test_finished_document_runs_are_embedded_over_the_same_partitions(tmp_path: 
             covered |= set(order[first : last + 1])
     assert covered == {r.document_id for r in results}
     assert not _embeddings_tick(home, "local", on.cursor).run_requests, "each run embedded once"
+
+
+def test_an_e_mail_in_the_inbox_brings_its_attachment_as_a_linked_document(
+    inbox: Path, tmp_path: Path
+):
+    """The inbox takes a file as `corpus ingest` does: the message and its attachment are two
+    documents, the attachment recorded as attached to the message; removing the message from
+    the inbox forgets both."""
+    from corpus_pipeline_tests.mail_files import message
+
+    note = ("duck-count.txt", "text/plain", b"Tufted ducks: 14. Goldeneyes: 3.\n")
+    (inbox / "budget.eml").write_bytes(message(attachments=[note]))
+    home = tmp_path / "home"
+    first = _tick(home)
+    records = SourceRegistry(ObjectStore(load_settings(home=home).object_store))
+    by_name = {r.source_file_name: r for r in records.records()}
+    assert sorted(by_name) == ["budget.eml", "budget.eml/duck-count.txt", "q1/notes.md"]
+    assert by_name["budget.eml/duck-count.txt"].attached_to == by_name["budget.eml"].document_id
+    [added, _] = first.dynamic_partitions_requests or []
+    assert by_name["budget.eml/duck-count.txt"].document_id in set(added.partition_keys)
+    (inbox / "budget.eml").unlink()
+    _tick(home, first.cursor)
+    assert [r.source_file_name for r in records.records()] == ["q1/notes.md"]

@@ -1,10 +1,11 @@
 """Sensors: the inbox folder synced into the corpus, and a publish once document runs are done.
 
 `inbox_sensor` lists `CORPUS_INBOX_DIR` (the embedded default `data/inbox/`) each tick, plans the
-sync from content hashes (`sync.plan_sync`, mode `CORPUS_INBOX_MODE`), admits and stores new and
-changed files (`door.admit`, then the registry) and requests `reprocess_documents` runs over
+sync from content hashes (`sync.plan_sync`, mode `CORPUS_INBOX_MODE`), admits and stores the
+documents of new and changed files (`door.deliveries`, as `corpus ingest` does: archive members,
+mbox messages, e-mail attachments; then the registry) and requests `reprocess_documents` runs over
 contiguous ranges of their partitions (up to `DOCUMENTS_PER_RUN` documents each); a file that vanished from a complete listing is forgotten and the namespace
-republished. Each tick's counts (ingested, updated, skipped, failed, removed) are its log line and,
+republished (with the documents it delivered). Each tick's counts (ingested, updated, skipped, failed, removed) are its log line and,
 when nothing is to do, its skip reason in the UI. `publish_sensor` requests a
 `publish_revision` run per namespace whose documents were materialised (by any run) after its
 last revision, once no run writing documents is queued or running, so a backfill of many
@@ -47,7 +48,7 @@ from corpus_pipeline.defs.resources import (
     resolve_settings,
 )
 from corpus_pipeline.defs.tags import run_tags
-from corpus_pipeline.intake.door import admit
+from corpus_pipeline.intake.door import deliveries
 from corpus_pipeline.intake.sync import (
     FolderEntry,
     SyncMode,
@@ -59,6 +60,7 @@ from corpus_pipeline.intake.sync import (
 )
 from corpus_pipeline.parsing.legacy import libreoffice_available
 from corpus_pipeline.storage.gc import forget_document
+from corpus_pipeline.storage.store import SourceRegistry
 
 _ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -214,28 +216,39 @@ def _apply(
     tick = _Tick(label, plan, complete, ns)
     for address in plan.new + plan.updated:
         try:
-            data = fetch(address)
-            admit(
+            found = deliveries(
                 address,
-                data,
+                fetch(address),
                 max_bytes=settings.max_file_bytes,
                 libreoffice=libreoffice_available(settings),
             )
-            record = registry.register(data, address, ns, kind)
         except (CorpusError, OSError) as exc:
             tick.failed += 1
             context.log.warning(f"{label}: {address} not ingested: {exc}")
             continue
-        tick.added.append(record.document_id)
-        tick.versions[record.document_id] = record.sha256
+        # The documents the file carries, as `corpus ingest` and the upload API take them: an
+        # archive's members, an mbox's messages, an e-mail's attachments (`attached_to` it).
+        for item in found:
+            if item.refused is not None:
+                context.log.warning(f"{label}: {item.label} skipped: {item.refused}")
+                continue
+            attached = document_id_for(ns, item.parent) if item.parent is not None else None
+            try:
+                record = registry.register(item.data, item.label, ns, kind, attached_to=attached)
+            except CorpusError as exc:
+                tick.failed += 1
+                context.log.warning(f"{label}: {item.label} not ingested: {exc}")
+                continue
+            tick.added.append(record.document_id)
+            tick.versions[record.document_id] = record.sha256
     if tick.added:
         known = list(context.instance.get_dynamic_partitions(DOCUMENTS_PARTITION))
         order = known + [key for key in dict.fromkeys(tick.added) if key not in set(known)]
         for first, last, count in partition_ranges(order, tick.added):
             tick.requests.append(_documents_request(order, first, last, count, tick, ns))
-    for address in plan.removed:
+    for document_id in _carried_by(registry, ns, plan.removed):
         try:
-            forget_document(settings, document_id_for(ns, address))
+            forget_document(settings, document_id)
         except CorpusError:
             continue  # never registered (it was refused at the door)
         tick.removed += 1
@@ -244,6 +257,20 @@ def _apply(
         tick.requests.extend(_publish_requests([ns], key))
     context.log.info(tick.counts())
     return tick
+
+
+def _carried_by(registry: SourceRegistry, namespace: str, addresses: list[str]) -> list[str]:
+    """The documents of removed files: each file's own, and those it delivered under its label
+    (archive members, mbox messages and e-mail attachments are `<address>/<name>`)."""
+    if not addresses:
+        return []
+    prefixes = tuple(f"{address}/" for address in addresses)
+    carried = [
+        record.document_id
+        for record in registry.records()
+        if record.namespace == namespace and record.source_file_name.startswith(prefixes)
+    ]
+    return [document_id_for(namespace, address) for address in addresses] + carried
 
 
 def _documents_request(
