@@ -119,9 +119,7 @@ def stage_seconds(files: Sequence[Path]) -> dict[str, float]:
         totals["profile"] += time.perf_counter() - mark
         with tempfile.TemporaryDirectory(prefix="corpus-stage-") as tmp:
             mark = time.perf_counter()
-            ctx = pipeline.parse_rows(
-                path, path.name, profile, Path(tmp), settings=settings, prior_reads=profiled.reads
-            )
+            ctx = pipeline.parse_rows(profiled, Path(tmp), settings)
             totals["parse"] += time.perf_counter() - mark
             mark = time.perf_counter()
             rows = assign_hierarchy(ctx.rows)

@@ -3,7 +3,7 @@ scorer: heading F1, table recall), speed on a generated 200+ page text-heavy PDF
 `page.get_text()` vs pymupdf4llm), and peak RSS of our parser on a generated 2,000-page PDF
 (in a subprocess, so the number is the parser's alone).
 
-The parser is measured as a component, in-process (`parse_pdf` after `profile_file`, no
+The parser is measured as a component, in-process (`parse_pdf` after `profile_source`, no
 Dagster), so the time and memory are its own and the other library runs on equal terms.
 
 Writes benchmarks/results/pdf_quality.json and prints a table.
@@ -29,7 +29,7 @@ from benchmarks.harness import REPO, RESULTS, SHARED_CORPUS, score_structure, wr
 from corpus_pipeline.common.errors import CorpusError
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pdf import parse_pdf
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 from corpus_pipeline.structure.hierarchy import assign_hierarchy
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -51,7 +51,7 @@ def corpus_pdfs(corpus: Path) -> list[tuple[Path, str | None]]:
 
 
 def ours(path: Path, password: str | None, work: Path) -> dict[str, Any]:
-    profile = profile_file(path, password=password)
+    profile = profile_source(path, password=password).profile
     ctx = ParseContext(
         source_path=path,
         source_file_name=path.name,
@@ -187,7 +187,7 @@ def pages_per_second_raw(path: Path) -> float:
 def pages_per_second_ours(path: Path) -> tuple[float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        profile = profile_file(path)
+        profile = profile_source(path).profile
         ctx = ParseContext(
             source_path=path, source_file_name=path.name, profile=profile, workdir=Path(tmp)
         )
@@ -212,10 +212,10 @@ import resource, sys, tempfile, time
 from pathlib import Path
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pdf import parse_pdf
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 path = Path(sys.argv[1])
 started = time.perf_counter()
-profile = profile_file(path)
+profile = profile_source(path).profile
 with tempfile.TemporaryDirectory() as tmp:
     ctx = ParseContext(source_path=path, source_file_name=path.name, profile=profile,
                        workdir=Path(tmp))

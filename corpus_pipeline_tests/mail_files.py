@@ -1,7 +1,9 @@
 """E-mail files built for the tests: RFC 5322 messages with the standard library, an mbox, a
 small PDF to attach, and Outlook `.msg` files written as OLE2 compound files with
 extract-msg's own `OleWriter` (MS-OXMSG streams: the MAPI property stream, string and binary
-property streams, recipient and attachment storages)."""
+property streams, recipient and attachment storages, attached messages, a compressed RTF
+body). extract-msg is a test-only dependency: the product reads `.msg` files with
+`parsing.email.oxmsg`."""
 
 from __future__ import annotations
 
@@ -9,9 +11,11 @@ import datetime as dt
 import io
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Any
 
+import compressed_rtf  # type: ignore[import-untyped]
 from extract_msg.ole_writer import OleWriter
 
 SENT = "Tue, 05 Mar 2024 09:30:00 +0100"
@@ -99,57 +103,120 @@ def _filetime(when: dt.datetime) -> bytes:
     return struct.pack("<Q", int((when - epoch).total_seconds() * 10_000_000))
 
 
+@dataclass(frozen=True)
+class Outlook:
+    """What an Outlook message holds, for `outlook_msg`: `rtf` is an RTF body stored
+    compressed; `codepage` writes 8-bit strings (type 001E) in it instead of UTF-16; `inline`
+    are (content id, media type, bytes) images the HTML shows; `embedded` attached messages;
+    `transport` the header block a received message keeps."""
+
+    subject: str
+    body: str | None
+    sent: dt.datetime | None
+    html: str | None = None
+    attachments: Sequence[tuple[str, str, bytes]] = ()
+    rtf: str | None = None
+    codepage: int | None = None
+    inline: Sequence[tuple[str, str, bytes]] = ()
+    embedded: Sequence[Outlook] = ()
+    transport: str | None = None
+
+
 def outlook_msg(
     subject: str,
-    body: str,
-    sent: dt.datetime,
+    body: str | None,
+    sent: dt.datetime | None,
     html: str | None = None,
     attachments: Sequence[tuple[str, str, bytes]] = (),
+    **more: Any,
 ) -> bytes:
     """A sent Outlook message from Alice to Bob, Cc Carol, with a plain (and an HTML) body and
-    attachments by value."""
+    attachments by value; `more` are the other fields of `Outlook`."""
     writer = OleWriter()
+    _write_message(writer, "", Outlook(subject, body, sent, html, attachments, **more))
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def _write_message(writer: OleWriter, prefix: str, msg: Outlook) -> None:
+    """The streams of one message below `prefix` (the root, or an attachment's
+    `__substg1.0_3701000D` storage, whose property stream header is 8 bytes shorter)."""
     recipients = [("Bob Stone", "bob@example.com", 1), ("Carol Diaz", "carol@example.com", 2)]
-    header = struct.pack("<8sIIII8s", b"", len(recipients), len(attachments), len(recipients),
-                         len(attachments), b"")  # fmt: skip
-    properties = _property(0x00390040, _filetime(sent))  # PR_CLIENT_SUBMIT_TIME
+    files: list[tuple[str, str, bytes, str | None]] = [
+        (n, t, d, None) for n, t, d in msg.attachments
+    ]
+    files += [(f"image{i}.png", t, d, cid) for i, (cid, t, d) in enumerate(msg.inline)]
+    count = len(files) + len(msg.embedded)
+    header = struct.pack("<8sIIII", b"", len(recipients), count, len(recipients), count)
+    header += b"" if prefix else b"\0" * 8
+    properties = b""
+    if msg.sent is not None:
+        properties += _property(0x00390040, _filetime(msg.sent))  # PR_CLIENT_SUBMIT_TIME
     properties += _property(0x0E070003, struct.pack("<I", 1))  # PR_MESSAGE_FLAGS: read, sent
-    writer.addEntry("__properties_version1.0", header + properties)
+    if msg.codepage is not None:
+        properties += _property(0x3FFD0003, struct.pack("<I", msg.codepage))  # code page
+        properties += _property(0x340D0003, struct.pack("<I", 0))  # store: no Unicode
+    writer.addEntry(f"{prefix}__properties_version1.0", header + properties)
     strings = {
         "001A": "IPM.Note",  # message class
-        "0037": subject,
-        "1000": body,
+        "0037": msg.subject,
         "0C1A": "Alice Martin",  # sender name
         "5D01": "alice@example.com",  # sender SMTP address
         "0E04": "Bob Stone",  # display To
         "0E03": "Carol Diaz",  # display Cc
         "1035": "<budget-7@example.com>",  # internet message id
     }
+    if msg.body is not None:
+        strings["1000"] = msg.body
+    if msg.transport is not None:
+        strings["007D"] = msg.transport
     for prop, text in strings.items():
-        writer.addEntry(f"__substg1.0_{prop}001F", _utf16(text))
-    if html is not None:
-        writer.addEntry("__substg1.0_10130102", html.encode("utf-8"))
-    writer.addEntry("__nameid_version1.0", storage=True)
-    for stream in ("00020102", "00030102", "00040102"):
-        writer.addEntry(f"__nameid_version1.0/__substg1.0_{stream}", b"")
+        _string(writer, f"{prefix}__substg1.0_{prop}", text, msg.codepage)
+    if msg.html is not None:
+        writer.addEntry(f"{prefix}__substg1.0_10130102", msg.html.encode("utf-8"))
+    if msg.rtf is not None:
+        packed = compressed_rtf.compress(msg.rtf.encode("latin-1"))
+        writer.addEntry(f"{prefix}__substg1.0_10090102", packed)
+    if not prefix:
+        writer.addEntry("__nameid_version1.0", storage=True)
+        for stream in ("00020102", "00030102", "00040102"):
+            writer.addEntry(f"__nameid_version1.0/__substg1.0_{stream}", b"")
     for number, (name, address, kind) in enumerate(recipients):
-        storage = f"__recip_version1.0_#{number:08X}"
+        storage = f"{prefix}__recip_version1.0_#{number:08X}"
         writer.addEntry(storage, storage=True)
         type_property = _property(0x0C150003, struct.pack("<I", kind))  # PR_RECIPIENT_TYPE
         writer.addEntry(f"{storage}/__properties_version1.0", b"\0" * 8 + type_property)
         for prop, text in {"3001": name, "39FE": address, "3003": address, "3002": "SMTP"}.items():
-            writer.addEntry(f"{storage}/__substg1.0_{prop}001F", _utf16(text))
-    for number, (name, media_type, data) in enumerate(attachments):
-        storage = f"__attach_version1.0_#{number:08X}"
-        writer.addEntry(storage, storage=True)
-        by_value = _property(0x37050003, struct.pack("<I", 1))  # PR_ATTACH_METHOD
-        writer.addEntry(f"{storage}/__properties_version1.0", b"\0" * 8 + by_value)
+            _string(writer, f"{storage}/__substg1.0_{prop}", text, msg.codepage)
+    for number, (name, media_type, data, cid) in enumerate(files):
+        storage = _attachment_storage(writer, prefix, number, 1)  # by value
         writer.addEntry(f"{storage}/__substg1.0_37010102", data)
-        writer.addEntry(f"{storage}/__substg1.0_3707001F", _utf16(name))
-        writer.addEntry(f"{storage}/__substg1.0_370E001F", _utf16(media_type))
-    buffer = io.BytesIO()
-    writer.write(buffer)
-    return buffer.getvalue()
+        _string(writer, f"{storage}/__substg1.0_3707", name, msg.codepage)
+        _string(writer, f"{storage}/__substg1.0_370E", media_type, msg.codepage)
+        if cid is not None:
+            _string(writer, f"{storage}/__substg1.0_3712", cid, msg.codepage)
+    for number, inner in enumerate(msg.embedded, start=len(files)):
+        storage = _attachment_storage(writer, prefix, number, 5)  # an embedded message
+        _string(writer, f"{storage}/__substg1.0_3001", inner.subject, msg.codepage)
+        writer.addEntry(f"{storage}/__substg1.0_3701000D", storage=True)
+        _write_message(writer, f"{storage}/__substg1.0_3701000D/", inner)
+
+
+def _attachment_storage(writer: OleWriter, prefix: str, number: int, method: int) -> str:
+    storage = f"{prefix}__attach_version1.0_#{number:08X}"
+    writer.addEntry(storage, storage=True)
+    method_property = _property(0x37050003, struct.pack("<I", method))  # PR_ATTACH_METHOD
+    writer.addEntry(f"{storage}/__properties_version1.0", b"\0" * 8 + method_property)
+    return storage
+
+
+def _string(writer: OleWriter, stream: str, text: str, codepage: int | None) -> None:
+    """A string property: UTF-16 (001F), or 8-bit (001E) in `codepage`."""
+    if codepage is None:
+        writer.addEntry(f"{stream}001F", _utf16(text))
+    else:
+        writer.addEntry(f"{stream}001E", text.encode(f"cp{codepage}"))
 
 
 def ole_without_message() -> bytes:

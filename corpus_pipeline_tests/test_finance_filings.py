@@ -4,6 +4,7 @@ figures, and every document carries its issuer, ticker and reporting period."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -46,9 +47,10 @@ def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, ...
     out = {}
     for name in FILINGS:
         path = REALWORLD_DOCS / name
-        profile = pipeline.run_profile(path, name).profile
+        profiled = pipeline.run_profile(path, name)
+        profile = profiled.profile
         work = tmp_path_factory.mktemp(name.replace(".", "_"))
-        parse = pipeline.run_parse(name, path, name, profile, work / "parse", settings)
+        parse = pipeline.run_parse(name, replace(profiled, reads=None), work / "parse", settings)
         chunks = pipeline.run_chunks(name, parse, profile, settings, work / "chunks")
         out[name] = (pipeline.read_rows(parse.rows_path), parse.subject, chunks)
     return out

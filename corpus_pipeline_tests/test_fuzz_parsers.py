@@ -194,9 +194,7 @@ def test_a_page_ocr_cannot_read_in_time_loses_its_text_the_document_is_still_par
     path = _striped_scan(tmp_path / "stripes.pdf")
     profiled = profile_source(path, "stripes.pdf", settings=settings)
 
-    parsed = run_parse_isolated(
-        "stripes", path, "stripes.pdf", profiled.profile, tmp_path / "out", settings, profiled.reads
-    )
+    parsed = run_parse_isolated("stripes", profiled, tmp_path / "out", settings)
 
     failed = [d for d in parsed.diagnostics if d.code == "ocr.failed"]
     assert [(d.page, d.exception) for d in failed] == [(1, "RuntimeError")]

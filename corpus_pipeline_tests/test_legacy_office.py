@@ -38,7 +38,7 @@ from corpus_pipeline.parsing.legacy import (
     libreoffice_available,
     parse_legacy,
 )
-from corpus_pipeline.profiling import profile_file, sniff_format
+from corpus_pipeline.profiling import profile_source, sniff_format
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
 from .http_service import CORPUS_CLI, served
@@ -156,20 +156,20 @@ def test_an_ole2_file_is_told_apart_by_its_streams_not_its_name(
 
 def test_legacy_word_and_powerpoint_are_routed_to_libreoffice(legacy: dict[str, Path]):
     for ext in ("doc", "ppt"):
-        profile = profile_file(legacy[ext])
+        profile = profile_source(legacy[ext]).profile
         assert profile.needs_conversion
         assert profile.routing.strategy == ext
         assert "converted by LibreOffice" in profile.routing.reason
 
 
 def test_an_xls_xlrd_reads_stays_with_xlrd(legacy: dict[str, Path]):
-    profile = profile_file(legacy["xls"])
+    profile = profile_source(legacy["xls"]).profile
     assert (profile.routing.strategy, profile.needs_conversion) == ("xls", False)
 
 
 def test_an_xls_xlrd_cannot_read_is_routed_to_libreoffice(legacy: dict[str, Path], tmp_path):
     flagged = _flagged_encrypted(legacy["xls"], tmp_path / "locked.xls")
-    profile = profile_file(flagged)
+    profile = profile_source(flagged).profile
     assert (profile.format, profile.routing.strategy) == (FileFormat.XLS, "xls_legacy")
     assert profile.needs_conversion
 

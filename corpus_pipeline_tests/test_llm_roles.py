@@ -24,7 +24,7 @@ from corpus_pipeline.contracts import (
 )
 from corpus_pipeline.enrich.llm import LLMSummarizer, make_summarizer
 from corpus_pipeline.pipeline.stages import chunk_document
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 
 from .openai_server import completion, openai_server
 from .support import DOCS, bare_profile, publish_namespaces
@@ -224,12 +224,12 @@ def test_a_failing_hierarchy_model_keeps_the_rule_based_headings(
 
 def test_the_classification_model_names_the_kind_of_document(corpus_home, monkeypatch):
     path = DOCS / "amt_handbook_sample.pdf"
-    rule_label = _pdf(profile_file(path)).classification
+    rule_label = _pdf(profile_source(path).profile).classification
     with openai_server(
         lambda body: (200, completion(" Aviation Maintenance Handbook. "))
     ) as server:
         _use_model(monkeypatch, server.base_url, "classification")
-        profile = _pdf(profile_file(path, settings=load_settings()))
+        profile = _pdf(profile_source(path, settings=load_settings()).profile)
     assert profile.classification == "aviation maintenance handbook"
     assert profile.category == "general", "routing never depends on the model"
     assert "Boots self-locking nut" in server.requests[0]["messages"][0]["content"]
@@ -238,10 +238,10 @@ def test_the_classification_model_names_the_kind_of_document(corpus_home, monkey
 
 def test_a_failing_classification_model_keeps_the_rule_label(corpus_home, monkeypatch):
     path = DOCS / "amt_handbook_sample.pdf"
-    rule_label = _pdf(profile_file(path)).classification
+    rule_label = _pdf(profile_source(path).profile).classification
     with openai_server(lambda body: (500, '{"error": {"message": "boom"}}')) as server:
         _use_model(monkeypatch, server.base_url, "classification")
-        profile = _pdf(profile_file(path, settings=load_settings()))
+        profile = _pdf(profile_source(path, settings=load_settings()).profile)
     assert server.requests, "the model was asked"
     assert profile.classification == rule_label
 

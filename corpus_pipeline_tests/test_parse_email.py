@@ -10,17 +10,21 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import compressed_rtf  # type: ignore[import-untyped]
 import pytest
 
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.intake.door import Refused, admit, deliveries
+from corpus_pipeline.intake.mail import msg_refusal
 from corpus_pipeline.intake.uploads import check_file
 from corpus_pipeline.orchestration.ingest import ingest
 from corpus_pipeline.orchestration.runs import IngestResult
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.email import parse_eml, parse_msg
 from corpus_pipeline.parsing.email.message import MAX_HEADER_CHARS, read_eml, split_mbox
+from corpus_pipeline.parsing.email.outlook import read_msg
+from corpus_pipeline.parsing.email.oxmsg import MSG_DAMAGE, MsgFormatError
 from corpus_pipeline.profiling.sniff import sniff_format
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 
@@ -210,6 +214,130 @@ def test_an_outlook_html_body_keeps_its_table(tmp_path: Path):
     data = mail.outlook_msg("Totals", "Totals: North 120, South 95", dt.datetime.now(dt.UTC), html)
     ctx = _parse(tmp_path, "totals.msg", data)
     assert [r.text for r in ctx.rows if r.row_type is RowType.TABLE] == ["North | 120\nSouth | 95"]
+
+
+# An HTML body as Outlook encapsulates it in the RTF body (MS-OXRTFEX): markup in htmltag
+# groups, RTF-only formatting between \htmlrtf and \htmlrtf0, text in the fonts' code pages.
+RTF_HTML = (
+    r"{\rtf1\ansi\ansicpg1252\fromhtml1 \deff0{\fonttbl{\f0\fswiss Arial;}"
+    r"{\f1\fswiss\fcharset204 Arial Cyr;}}{\colortbl\red0\green0\blue0;}\uc1\pard\plain "
+    r"{\*\htmltag19 <html>}{\*\htmltag50 <body>}\htmlrtf {\htmlrtf0 {\*\htmltag64 <p>}"
+    r"Caf\'e9 na\u239?ve \{x\}\htmlrtf \par \htmlrtf0 {\*\htmltag72 </p>}"
+    r"{\*\htmltag64 <table><tr><td>}North{\*\htmltag64 </td><td>}120"
+    r"{\*\htmltag64 </td></tr></table>}{\*\mhtmltag64 <img src=cid:x>}"
+    r"{\*\htmltag84 <p>}\f1 \'cf\'f0\'e8\'e2\'e5\'f2\f0 {\*\htmltag92 </p>}\htmlrtf }\htmlrtf0 "
+    r"{\*\htmltag58 </body>}{\*\htmltag27 </html>}}"
+)
+
+
+def test_an_html_body_encapsulated_in_the_rtf_body_is_read(tmp_path: Path):
+    data = mail.outlook_msg("Totals", "Totals: North 120", dt.datetime.now(dt.UTC), rtf=RTF_HTML)
+    message = read_msg(data)
+    assert message.html == (
+        "<html><body><p>Café naïve {x}</p><table><tr><td>North</td><td>120</td></tr></table>"
+        "<p>Привет</p></body></html>"
+    )
+    ctx = _parse(tmp_path, "totals.msg", data)
+    assert [r.text for r in ctx.rows if r.row_type is RowType.TABLE] == ["North | 120"]
+
+
+def test_a_plain_body_encapsulated_in_the_rtf_body_is_read():
+    rtf = r"{\rtf1\ansi\ansicpg1252\fromtext \deff0{\fonttbl{\f0 Arial;}}Hello\par World \u8364?}"
+    message = read_msg(mail.outlook_msg("Hi", None, dt.datetime.now(dt.UTC), rtf=rtf))
+    assert (message.plain, message.html) == ("Hello\nWorld €", None)
+
+
+def test_8bit_strings_are_read_in_the_message_code_page():
+    data = mail.outlook_msg("Привет", "Тело письма", dt.datetime.now(dt.UTC), codepage=1251)
+    message = read_msg(data)
+    assert (message.subject, message.plain) == ("Привет", "Тело письма")
+    assert dict(message.headers)["To"] == "Bob Stone <bob@example.com>"
+
+
+def test_the_transport_headers_a_received_message_kept_name_sender_and_recipients():
+    transport = (
+        "Received: from mx.example.com\r\n"
+        "From: =?utf-8?q?=C3=89lodie_Dupont?= <elodie@example.com>\r\n"
+        "To: Bob Stone <bob@example.com>, Dan Ray <dan@example.com>\r\n"
+        "Message-ID: <received-1@example.com>\r\n\r\n"
+    )
+    data = mail.outlook_msg("Hi", "Body", dt.datetime.now(dt.UTC), transport=transport)
+    headers = dict(read_msg(data).headers)
+    assert headers["From"] == "Élodie Dupont <elodie@example.com>"
+    assert headers["To"] == "Bob Stone <bob@example.com>; Dan Ray <dan@example.com>"
+    assert headers["Cc"] == "Carol Diaz <carol@example.com>"  # not in them: the recipients'
+    assert headers["Message-ID"] == "<received-1@example.com>"
+
+
+def test_an_image_the_outlook_html_shows_is_part_of_the_body():
+    html = '<p>Chart:</p><p><img src="cid:chart@example.com"></p>'
+    image = ("chart@example.com", "image/png", mail.png())
+    attachment = ("figures.txt", "text/plain", b"Revenue 120\n")
+    data = mail.outlook_msg(
+        "Chart", "Chart", dt.datetime.now(dt.UTC), html, [attachment], inline=[image]
+    )
+    message = read_msg(data)
+    assert message.inline == {"chart@example.com": ("image/png", image[2])}
+    assert [a.name for a in message.attachments] == ["figures.txt"]
+
+
+def test_an_attached_outlook_message_becomes_an_eml_of_its_own():
+    inner = mail.Outlook(
+        "Site visit",
+        "The site opens in May.",
+        dt.datetime(2024, 3, 4, 17, 2, tzinfo=dt.UTC),
+        "<p>The site opens in <b>May</b>.</p>",
+        [("plan.txt", "text/plain", b"Gate at 8.\n")],
+    )
+    data = mail.outlook_msg(
+        "Fwd: Site visit", "See below.", dt.datetime.now(dt.UTC), embedded=[inner]
+    )
+    [attached] = read_msg(data).attachments
+    assert (attached.name, attached.media_type) == ("Site visit.eml", "message/rfc822")
+    assert sniff_format(attached.data, "eml").format is FileFormat.EML
+    assert read_msg(data).attachments == [attached], "the same bytes on every read"
+    eml = read_eml(attached.data)
+    assert eml.headers == [
+        ("From", "Alice Martin <alice@example.com>"),
+        ("To", "Bob Stone <bob@example.com>"),
+        ("Cc", "Carol Diaz <carol@example.com>"),
+        ("Date", "Mon, 04 Mar 2024 17:02:00 +0000"),
+        ("Subject", "Site visit"),
+        ("Message-ID", "<budget-7@example.com>"),
+    ]
+    assert (eml.plain, eml.html) == (f"{inner.body}\n", f"{inner.html}\n")
+    assert [(a.name, a.data) for a in eml.attachments] == [("plan.txt", b"Gate at 8.\n")]
+    found = deliveries("fwd.msg", data, max_bytes=MAX_BYTES)
+    assert [(d.label, d.parent, d.refused) for d in found] == [
+        ("fwd.msg", None, None),
+        ("fwd.msg/Site visit.eml", "fwd.msg", None),
+        ("fwd.msg/Site visit.eml/plan.txt", "fwd.msg/Site visit.eml", None),
+    ]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"Not an Outlook message at all.",
+        mail.ole_without_message(),
+        mail.outlook_msg("Hi", "Body " * 2000, dt.datetime(2024, 3, 5, tzinfo=dt.UTC))[:6000],
+    ],
+    ids=["empty", "text", "ole-without-message", "truncated"],
+)
+def test_bytes_that_hold_no_outlook_message_raise_a_damage_error(data: bytes):
+    with pytest.raises(MSG_DAMAGE) as raised:
+        read_msg(data)
+    assert msg_refusal(data) == type(raised.value).__name__
+
+
+def test_a_damaged_rtf_body_is_damage_when_it_is_the_only_body():
+    data = mail.outlook_msg("Hi", None, dt.datetime.now(dt.UTC), rtf=RTF_HTML)
+    packed = compressed_rtf.compress(RTF_HTML.encode("latin-1"))
+    damaged = data.replace(packed[16:48], bytes(32))
+    assert damaged != data
+    with pytest.raises(MsgFormatError):
+        read_msg(damaged)
 
 
 def test_a_huge_header_value_is_cut_before_it_is_parsed():

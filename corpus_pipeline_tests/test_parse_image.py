@@ -14,7 +14,7 @@ from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.image import parse_image, read_frames
 from corpus_pipeline.parsing.pdf.ocr import OcrParagraph, ocr_heading_level
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 from corpus_pipeline_tests.support import DOCS, needs_tesseract, run_parser
 
 
@@ -57,7 +57,7 @@ def test_body_text_is_not_a_heading():
 
 
 def test_the_profile_counts_frames_and_routes_to_the_image_parser():
-    profile = profile_file(DOCS / "2206.01062.tif")
+    profile = profile_source(DOCS / "2206.01062.tif").profile
     assert profile.format is FileFormat.IMAGE
     assert profile.page_count == 2
     assert profile.routing.strategy == "image"
@@ -119,6 +119,8 @@ def test_an_image_too_large_to_decode_safely_says_so(tmp_path: Path, monkeypatch
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1_000)
     path = tmp_path / "poster.png"
     Image.new("L", (100, 100), "white").save(path)  # 10,000 pixels > 2 x 1,000
-    assert profile_file(path).routing.strategy == "image"  # profiling reads the header only
+    assert (
+        profile_source(path).profile.routing.strategy == "image"
+    )  # profiling reads the header only
     with pytest.raises(CorruptDocumentError, match="too large to decode safely"):
         read_frames(path)

@@ -19,7 +19,7 @@ from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.intake.door import Refused, admit
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.odf import parse_odp, parse_odt
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 from corpus_pipeline_tests.support import build_documents, run_parser, tables_of
 
 NS = (
@@ -160,7 +160,7 @@ def test_the_metadata_title_and_creation_date_are_declared(report: ParseContext)
 
 def test_an_odt_is_sniffed_profiled_and_routed(tmp_path: Path) -> None:
     path = _write(tmp_path, "report.odt", _package(ODT, "text", REPORT, STYLES))
-    profile = profile_file(path)
+    profile = profile_source(path).profile
     assert (profile.format, profile.media_type, profile.routing.strategy) == (
         FileFormat.ODT,
         ODT,
@@ -245,7 +245,7 @@ def test_bullets_are_list_items_and_notes_follow_their_slide(deck: ParseContext)
 
 def test_an_odp_is_profiled_with_its_slide_count(tmp_path: Path) -> None:
     path = _write(tmp_path, "deck.odp", _package(ODP, "presentation", DECK, PAGE_STYLES))
-    profile = profile_file(path)
+    profile = profile_source(path).profile
     assert (profile.format, profile.routing.strategy, profile.page_count) == (
         FileFormat.ODP,
         "odp",

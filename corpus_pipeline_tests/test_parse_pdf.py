@@ -19,7 +19,7 @@ from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts import FileFormat, ParsedRow, RowType
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pdf import parse_pdf
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 from corpus_pipeline_tests.support import DOCS, bare_profile, needs_tesseract
 
 mu: Any = pymupdf  # PyMuPDF is only partly annotated
@@ -49,7 +49,7 @@ def make_pdf(path: Path, pages: list[Spec], size: tuple[float, float] = (595, 84
 def parse(
     path: Path, tmp_path: Path, settings: CorpusSettings | None = None, password: str | None = None
 ) -> ParseContext:
-    profile = profile_file(path, password=password)
+    profile = profile_source(path, password=password).profile
     ctx = ParseContext(
         source_path=path,
         source_file_name=path.name,
@@ -364,12 +364,12 @@ def test_a_scanned_page_without_words_keeps_its_picture(tmp_path):
 
 def test_an_encrypted_pdf_without_password_is_refused():
     with pytest.raises(PasswordRequiredError, match="password is needed"):
-        profile_file(DOCS / "2206.01062_pg3.pdf")
+        profile_source(DOCS / "2206.01062_pg3.pdf")
 
 
 def test_a_wrong_password_is_named_as_wrong():
     with pytest.raises(WrongPasswordError, match="password is wrong"):
-        profile_file(DOCS / "2206.01062_pg3.pdf", password="nope")
+        profile_source(DOCS / "2206.01062_pg3.pdf", password="nope")
 
 
 def test_the_right_password_opens_the_pdf(tmp_path):
@@ -412,7 +412,7 @@ def test_a_truncated_pdf_is_refused(tmp_path):
     path = tmp_path / "cut.pdf"
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(CorruptDocumentError, match="truncated"):
-        profile_file(path)
+        profile_source(path)
 
 
 def test_a_pdf_without_pages_is_refused(tmp_path):
@@ -428,7 +428,7 @@ def test_a_pdf_without_pages_is_refused(tmp_path):
     path = tmp_path / "empty.pdf"
     path.write_bytes(body_ + xref + trailer)
     with pytest.raises(CorruptDocumentError, match="no pages"):
-        profile_file(path)
+        profile_source(path)
 
 
 def test_the_parse_budget_cuts_with_a_diagnostic(tmp_path):
@@ -443,7 +443,7 @@ def test_split_ranges_cover_every_page_in_order(tmp_path):
     path = make_pdf(
         tmp_path / "split.pdf", [[(f"Marker page {n}", 10, "helv")] for n in range(1, 11)]
     )
-    profile = profile_file(path, split_pages=3)
+    profile = profile_source(path, split_pages=3).profile
     assert profile.pdf is not None and profile.pdf.split_plan == [(1, 3), (4, 6), (7, 9), (10, 10)]
     ctx = ParseContext(
         source_path=path, source_file_name=path.name, profile=profile, workdir=tmp_path
@@ -538,7 +538,7 @@ def test_map_sheets_route_to_atlas_with_page_sections_labels_and_captions(tmp_pa
     from corpus_pipeline.structure.hierarchy import assign_hierarchy
 
     path = _map_sheets(tmp_path / "atlas.pdf")
-    profile = profile_file(path)
+    profile = profile_source(path).profile
     assert profile.pdf is not None
     assert (profile.pdf.category, profile.pdf.classification) == ("atlas", "map or drawing set")
     rows = assign_hierarchy(parse(path, tmp_path).rows)

@@ -18,7 +18,7 @@ from corpus_pipeline.common.errors import CorruptDocumentError
 from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.pptx import parse_pptx
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 from corpus_pipeline_tests.support import (
     DOCS,
     expected_headings,
@@ -131,7 +131,7 @@ def test_pictures_and_charts_are_kept(tmp_path: Path) -> None:
 
 
 def test_the_profile_counts_slides_and_routes_to_the_pptx_parser() -> None:
-    profile = profile_file(DOCS / "powerpoint_sample.pptx")
+    profile = profile_source(DOCS / "powerpoint_sample.pptx").profile
     assert profile.format is FileFormat.PPTX
     assert profile.page_count == 3
     assert profile.routing.strategy == "pptx"

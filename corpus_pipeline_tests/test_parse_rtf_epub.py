@@ -22,7 +22,7 @@ from corpus_pipeline.parsing import zipped
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.epub import parse_epub
 from corpus_pipeline.parsing.rtf import parse_rtf
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 from corpus_pipeline_tests.support import build_documents, run_parser, tables_of
 
 LIMIT = 10_000_000
@@ -118,7 +118,7 @@ def test_unicode_escapes_skip_their_fallback_characters(tmp_path: Path) -> None:
 def test_an_rtf_is_sniffed_profiled_and_routed(tmp_path: Path) -> None:
     path = tmp_path / "letter.txt"  # the bytes decide, not the name
     path.write_bytes(LETTER)
-    profile = profile_file(path)
+    profile = profile_source(path).profile
     assert (profile.format, profile.media_type, profile.routing.strategy) == (
         FileFormat.RTF,
         "application/rtf",
@@ -260,7 +260,7 @@ def test_an_epub_without_its_package_document_is_corrupt(tmp_path: Path) -> None
 def test_an_epub_is_sniffed_profiled_and_routed(tmp_path: Path) -> None:
     path = tmp_path / "book.epub"
     path.write_bytes(_epub())
-    profile = profile_file(path)
+    profile = profile_source(path).profile
     assert (profile.format, profile.media_type, profile.routing.strategy) == (
         FileFormat.EPUB,
         "application/epub+zip",

@@ -16,7 +16,7 @@ from corpus_pipeline.common.errors import CorruptDocumentError, InvalidInputErro
 from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.segments import parse_segments
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 from corpus_pipeline_tests.support import run_parser, tables_of
 
 
@@ -118,6 +118,6 @@ def test_broken_json_is_refused_as_corrupt(tmp_path: Path) -> None:
 def test_a_segment_list_is_sniffed_and_routed_to_the_import(tmp_path: Path) -> None:
     path = tmp_path / "export.json"
     path.write_text(json.dumps([{"type": "text", "text": "hello"}, {"type": "table"}]))
-    profile = profile_file(path)
+    profile = profile_source(path).profile
     assert profile.format is FileFormat.SEGMENTS_JSON
     assert profile.routing.strategy == "segments_json"

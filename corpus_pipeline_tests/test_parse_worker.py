@@ -27,6 +27,7 @@ from corpus_pipeline.contracts import DocumentProfile, FileFormat
 from corpus_pipeline.orchestration.ingest import ingest
 from corpus_pipeline.pipeline import stages as pipeline
 from corpus_pipeline.pipeline.isolation import run_parse_isolated
+from corpus_pipeline.profiling import Profiled
 from corpus_pipeline_tests.support import DOCS, bare_profile
 
 mu: Any = pymupdf  # PyMuPDF is only partly annotated
@@ -79,7 +80,7 @@ def _limited(settings: CorpusSettings, **limits: object) -> CorpusSettings:
 def _isolated(
     settings: CorpusSettings, path: Path, profile: DocumentProfile, out: Path, doc: str = "d1"
 ) -> pipeline.ParseOutput:
-    return run_parse_isolated(doc, path, path.name, profile, out, settings)
+    return run_parse_isolated(doc, Profiled(path, path.name, profile), out, settings)
 
 
 def _worker_pids(caplog: pytest.LogCaptureFixture) -> list[int]:
@@ -109,7 +110,9 @@ def test_a_pdf_parses_in_a_worker_with_the_same_rows_as_in_process(settings, tmp
     path = _pdf(tmp_path / "chapters.pdf", pages=3)
     profile = pipeline.run_profile(path, path.name, None, settings).profile
     isolated = _isolated(settings, path, profile, tmp_path / "worker")
-    local = pipeline.run_parse("d1", path, path.name, profile, tmp_path / "local", settings)
+    local = pipeline.run_parse(
+        "d1", Profiled(path, path.name, profile), tmp_path / "local", settings
+    )
     rows = pipeline.read_rows(isolated.rows_path)
     assert rows == pipeline.read_rows(local.rows_path)
     assert [r.text for r in rows if r.heading_level] == ["Chapter 1", "Chapter 2", "Chapter 3"]
@@ -127,9 +130,7 @@ def test_the_profiles_page_reads_reach_the_worker_and_change_nothing(settings, t
     path = _pdf(tmp_path / "chapters.pdf", pages=3)
     profiled = pipeline.run_profile(path, path.name, None, settings)
     assert profiled.reads is not None and profiled.reads.blocks
-    with_reads = run_parse_isolated(
-        "d1", path, path.name, profiled.profile, tmp_path / "with", settings, profiled.reads
-    )
+    with_reads = run_parse_isolated("d1", profiled, tmp_path / "with", settings)
     without = _isolated(settings, path, profiled.profile, tmp_path / "without")
     assert pipeline.read_rows(with_reads.rows_path) == pipeline.read_rows(without.rows_path)
     assert with_reads.diagnostics == without.diagnostics
@@ -138,11 +139,11 @@ def test_the_profiles_page_reads_reach_the_worker_and_change_nothing(settings, t
 def test_the_password_reaches_the_worker_in_memory(settings, tmp_path):
     path = DOCS / "2206.01062_pg3.pdf"
     with document_password("locked", "1234"):
-        profile = pipeline.run_profile(path, path.name, "locked", settings).profile
-        parsed = _isolated(settings, path, profile, tmp_path / "open", doc="locked")
+        profiled = pipeline.run_profile(path, path.name, "locked", settings)
+    parsed = run_parse_isolated("locked", profiled, tmp_path / "open", settings)
     assert parsed.rows > 0
     with pytest.raises(PasswordRequiredError, match="password is needed"):
-        _isolated(settings, path, profile, tmp_path / "closed", doc="locked")
+        _isolated(settings, path, profiled.profile, tmp_path / "closed", doc="locked")
 
 
 def test_a_corrupt_document_error_in_the_worker_arrives_as_the_same_class(settings, tmp_path):
@@ -151,7 +152,9 @@ def test_a_corrupt_document_error_in_the_worker_arrives_as_the_same_class(settin
     broken.write_bytes(whole[: len(whole) // 3])
     profile = bare_profile(broken, FileFormat.PDF, "pdf")
     with pytest.raises(CorruptDocumentError) as in_process:
-        pipeline.run_parse("d1", broken, broken.name, profile, tmp_path / "local", settings)
+        pipeline.run_parse(
+            "d1", Profiled(broken, broken.name, profile), tmp_path / "local", settings
+        )
     with pytest.raises(CorruptDocumentError) as isolated:
         _isolated(settings, broken, profile, tmp_path / "worker")
     assert type(isolated.value) is type(in_process.value)

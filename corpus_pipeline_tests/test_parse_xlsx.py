@@ -19,7 +19,7 @@ from corpus_pipeline.common.errors import CorruptDocumentError
 from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.xlsx import Region, cell_text, parse_xlsx, regions
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 from corpus_pipeline_tests.support import (
     DOCS,
     expected_headings,
@@ -126,7 +126,7 @@ def test_a_merged_title_row_is_the_caption_not_the_header(tmp_path: Path) -> Non
 
 
 def test_the_profile_counts_sheets_and_routes_to_the_xlsx_parser():
-    profile = profile_file(DOCS / "xlsx_01.xlsx")
+    profile = profile_source(DOCS / "xlsx_01.xlsx").profile
     assert profile.format is FileFormat.XLSX
     assert profile.page_count == 4
     assert profile.routing.strategy == "xlsx"
@@ -354,7 +354,7 @@ def _other_workbook(kind: str, tmp_path: Path) -> tuple[Path, Any, FileFormat]:
 @pytest.mark.parametrize("kind", ["xls", "ods"])
 def test_legacy_and_opendocument_workbooks_are_read_like_xlsx(kind: str, tmp_path: Path) -> None:
     path, parser, fmt = _other_workbook(kind, tmp_path)
-    profile = profile_file(path)
+    profile = profile_source(path).profile
     assert (profile.format, profile.routing.strategy) == (fmt, kind)
     ctx = run_parser(parser, path, tmp_path / "work", fmt)
     assert _rows(ctx, RowType.HEADING) == ["Survey"]

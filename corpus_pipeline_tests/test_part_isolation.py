@@ -18,7 +18,7 @@ from PIL import Image
 from corpus_pipeline.contracts import Diagnostic, RowType
 from corpus_pipeline.parsing.base import DiagnosticSink, ParseContext
 from corpus_pipeline.parsing.pdf import parse_pdf
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 
 from .support import REALWORLD_DOCS as REALWORLD
 from .support import needs_shared
@@ -59,7 +59,7 @@ def _parse(path: Path, tmp_path: Path) -> ParseContext:
     ctx = ParseContext(
         source_path=path,
         source_file_name=path.name,
-        profile=profile_file(path),
+        profile=profile_source(path).profile,
         workdir=tmp_path / "work",
     )
     parse_pdf(ctx) if path.suffix == ".pdf" else _parse_docx(ctx)
@@ -308,7 +308,7 @@ def test_pptx_with_a_missing_picture_part_keeps_its_slides(tmp_path: Path) -> No
     ctx = ParseContext(
         source_path=broken,
         source_file_name=broken.name,
-        profile=profile_file(broken),
+        profile=profile_source(broken).profile,
         workdir=tmp_path / "work",
     )
     parse_pptx(ctx)

@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,7 @@ def _long_pdf(path: Path, pages: int = 40) -> Path:
 
 _PARSE_BOTH = """
 import hashlib, json, pickle, sys, tempfile
+from dataclasses import replace
 from pathlib import Path
 from corpus_pipeline.pipeline import stages as pipeline
 from corpus_pipeline.parsing.pdf import prefetch
@@ -112,9 +114,9 @@ path = Path(sys.argv[1])
 out = {}
 for helper in (False, True):
     settings = load_settings(home=Path(tempfile.mkdtemp()), pdf_page_helper=helper)
-    profile = pipeline.run_profile(path, path.name).profile
+    source = replace(pipeline.run_profile(path, path.name), reads=None)
     work = Path(tempfile.mkdtemp())
-    ctx = pipeline.parse_rows(path, path.name, profile, work, settings=settings)
+    ctx = pipeline.parse_rows(source, work, settings)
     files = sorted(
         (p.relative_to(work).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest())
         for p in work.rglob("*") if p.is_file()
@@ -165,14 +167,14 @@ def test_without_a_process_to_spare_the_parse_reads_every_page_itself(
         raise OSError("Resource temporarily unavailable")
 
     pdf = _long_pdf(tmp_path / "guide.pdf", pages=34)
-    profile = pipeline.run_profile(pdf, pdf.name).profile
+    source = replace(pipeline.run_profile(pdf, pdf.name), reads=None)
     rows = {}
     for helper in (False, True):
         settings = load_settings(home=tmp_path / f"home-{helper}", pdf_page_helper=helper)
         monkeypatch.setattr(pdf_parser, "can_fork", lambda: True)
         monkeypatch.setattr(os, "fork", no_fork)
         work = tmp_path / f"work-{helper}"
-        ctx = pipeline.parse_rows(pdf, pdf.name, profile, work, settings=settings)
+        ctx = pipeline.parse_rows(source, work, settings)
         rows[helper] = [r.model_dump(mode="json") for r in ctx.rows]
     assert rows[True] == rows[False]
     assert sum("Chapter 34" in r["text"] for r in rows[True]) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,14 +11,14 @@ import pymupdf
 from corpus_pipeline.contracts import PdfProfile, PdfTocEntry
 from corpus_pipeline.parsing.pdf.profile import open_pdf, split_plan
 from corpus_pipeline.parsing.router import parser_for
-from corpus_pipeline.profiling import profile_file
+from corpus_pipeline.profiling import profile_source
 from corpus_pipeline_tests.support import DOCS, REALWORLD_DOCS, needs_shared
 
 mu: Any = pymupdf  # PyMuPDF is only partly annotated
 
 
 def _pdf(profile_path: Path) -> PdfProfile:
-    pdf = profile_file(profile_path).pdf
+    pdf = profile_source(profile_path).profile.pdf
     assert pdf is not None
     return pdf
 
@@ -51,7 +52,7 @@ def test_an_image_only_page_is_a_scan(tmp_path):
 
 
 def test_the_embedded_outline_is_profiled():
-    profile = profile_file(DOCS / "bookmark_sample.pdf")
+    profile = profile_source(DOCS / "bookmark_sample.pdf").profile
     assert profile.has_embedded_toc
     assert profile.pdf is not None
     assert profile.pdf.toc_levels == 3
@@ -61,14 +62,14 @@ def test_the_embedded_outline_is_profiled():
 
 
 def test_text_pdf_facts_body_size_language_and_columns():
-    profile = profile_file(DOCS / "multi_page.pdf")
+    profile = profile_source(DOCS / "multi_page.pdf").profile
     pdf = profile.pdf
     assert pdf is not None
     assert pdf.category == "general"
     assert pdf.body_font_size == 12.0
     assert profile.language == "en"
     assert profile.page_count == pdf.page_count == 5
-    two_columns = profile_file(DOCS / "normal_4pages.pdf").pdf
+    two_columns = profile_source(DOCS / "normal_4pages.pdf").profile.pdf
     assert two_columns is not None and two_columns.multi_column_pages
 
 
@@ -169,11 +170,9 @@ def test_the_parse_reads_the_profiles_sampled_pages_and_gets_the_same_rows(tmp_p
     doc.save(pdf)
     profiled = run_profile(pdf, pdf.name, settings=settings)
     assert profiled.reads is not None and sorted(profiled.reads.blocks) == [1, 2]
-    with_reads = run_parse(
-        "a", pdf, pdf.name, profiled.profile, tmp_path / "a", settings, profiled.reads
-    )
+    with_reads = run_parse("a", profiled, tmp_path / "a", settings)
     assert not profiled.reads.blocks, "the parse uses the reads instead of reading the pages"
-    without = run_parse("b", pdf, pdf.name, profiled.profile, tmp_path / "b", settings)
+    without = run_parse("b", replace(profiled, reads=None), tmp_path / "b", settings)
     assert read_rows(with_reads.rows_path) == read_rows(without.rows_path)
 
 
@@ -194,9 +193,7 @@ def test_reads_of_another_file_are_not_used(tmp_path: Path) -> None:
             profiled = run_profile(pdf, pdf.name, settings=settings)
     os.utime(pdf, ns=(1, 1))  # another modification time, whatever the clock's resolution
     assert profiled.reads is not None
-    parsed = run_parse(
-        "r", pdf, pdf.name, profiled.profile, tmp_path / "r", settings, profiled.reads
-    )
+    parsed = run_parse("r", profiled, tmp_path / "r", settings)
     assert [r.text for r in read_rows(parsed.rows_path)] == [
         "New first page text, a little longer."
     ]
@@ -225,9 +222,9 @@ def test_the_table_finder_reads_what_the_profiles_probe_read(tmp_path: Path) -> 
     assert kept is not None and sorted(kept.tables) == [1], "only the flagged page's reads"
     assert {"words", "paths", "spans", "blocks"} <= set(kept.tables[1])
     assert "textpage" not in kept.tables[1] and "page" not in kept.tables[1]
-    with_reads = run_parse("a", pdf, pdf.name, profiled.profile, tmp_path / "a", settings, kept)
+    with_reads = run_parse("a", profiled, tmp_path / "a", settings)
     assert not kept.tables, "the table finder used the probe's reads"
-    without = run_parse("b", pdf, pdf.name, profiled.profile, tmp_path / "b", settings)
+    without = run_parse("b", replace(profiled, reads=None), tmp_path / "b", settings)
     rows_read = read_rows(with_reads.rows_path)
     assert rows_read == read_rows(without.rows_path)
     tables = [r for r in rows_read if r.row_type == "table"]

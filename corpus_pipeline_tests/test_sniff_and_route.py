@@ -10,7 +10,7 @@ import pytest
 from corpus_pipeline.common.errors import UnsupportedFormatError
 from corpus_pipeline.contracts import FileFormat
 from corpus_pipeline.parsing.router import parser_for
-from corpus_pipeline.profiling import profile_file, sniff_format
+from corpus_pipeline.profiling import profile_source, sniff_format
 
 from .support import DOCS
 
@@ -18,7 +18,7 @@ from .support import DOCS
 def test_a_docx_renamed_to_txt_is_still_a_docx(tmp_path):
     renamed = tmp_path / "report.txt"
     renamed.write_bytes((DOCS / "word_sample.docx").read_bytes())
-    profile = profile_file(renamed)
+    profile = profile_source(renamed).profile
     assert profile.format is FileFormat.DOCX
     assert profile.routing.strategy == "docx"
 
@@ -62,13 +62,13 @@ def test_a_format_without_a_strategy_is_refused_with_its_name(tmp_path):
     blob = tmp_path / "blob.bin"
     blob.write_bytes(bytes(range(256)) * 8)
     with pytest.raises(UnsupportedFormatError, match="unsupported format 'unknown'"):
-        parser_for(profile_file(blob))
+        parser_for(profile_source(blob).profile)
 
 
 def test_profile_counts_docx_structure_and_guesses_language():
-    profile = profile_file(DOCS / "word_tables.docx")
+    profile = profile_source(DOCS / "word_tables.docx").profile
     assert profile.table_count == 7
     assert profile.paragraph_count and profile.paragraph_count > 0
-    unit = profile_file(DOCS / "unit_test_headers.docx")
+    unit = profile_source(DOCS / "unit_test_headers.docx").profile
     assert unit.heading_count and unit.heading_count >= 5
-    assert profile_file(DOCS / "wiki.md").language == "en"
+    assert profile_source(DOCS / "wiki.md").profile.language == "en"

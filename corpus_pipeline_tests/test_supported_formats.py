@@ -1,5 +1,6 @@
-"""What this deployment can parse (`parsing.formats`): the registry is exactly what the router
-dispatches and what the door admits, it reflects whether LibreOffice and Tesseract are here, and
+"""What this deployment can parse (`parsing.formats`, read from `formats.toml`, refused whole
+naming the entry when malformed): the registry is exactly what the router dispatches and what
+the door admits, it reflects whether LibreOffice and Tesseract are here, and
 `GET /v1/supported-formats` (upload API and query service) and `corpus formats --json` give the
 same answer. docs/architecture.md holds the registry's table, generated here.
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import importlib.resources
 import io
 import json
 import os
@@ -46,7 +48,9 @@ from corpus_pipeline.parsing.formats import (
     STRATEGIES,
     UNPARSED,
     FormatSpec,
+    RegistryError,
     capabilities,
+    load_registry,
 )
 from corpus_pipeline.parsing.legacy import KINDS, libreoffice_available
 from corpus_pipeline.profiling import sniff_format
@@ -152,6 +156,37 @@ def test_a_legacy_strategy_keeps_what_the_parser_of_its_conversion_keeps():
         kept = ("headings", "tables", "table_spans", "images")
         assert [getattr(old, k) for k in kept] == [getattr(new, k) for k in kept]
         assert old.requires == "libreoffice" and new.requires is None
+
+
+REGISTRY = importlib.resources.files("corpus_pipeline.parsing").joinpath("formats.toml")
+
+
+def test_the_registry_is_the_data_file_shipped_in_the_package():
+    assert load_registry(REGISTRY.read_text(encoding="utf-8"), "formats.toml") == (
+        FORMATS,
+        CONTAINERS,
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        ('name = "Word document"', 'name = "Word document"\nkeeps = true', "entry 2 ('docx')"),
+        ('format = "pptx"', 'format = "slides"', "entry 4 ('pptx')"),
+        ('converted_to = "docx"', 'converted_to = "docx"\ntables = false', "entry 3 ('doc')"),
+        ('converted_to = "pptx"', 'converted_to = "odp"', "entry 5 ('ppt')"),
+        ('strategy = "pdf"', "strategy = pdf", "Invalid value (at line"),
+    ],
+    ids=["unknown key", "unknown format", "converted restates", "converted before", "toml"],
+)
+def test_a_malformed_registry_is_refused_naming_the_file_and_the_entry(
+    old: str, new: str, named: str
+):
+    text = REGISTRY.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    with pytest.raises(RegistryError, match=r"^formats\.toml: ") as refused:
+        load_registry(text.replace(old, new), "formats.toml")
+    assert named in str(refused.value)
 
 
 # -- the registry and the door -----------------------------------------------------------------

@@ -47,11 +47,10 @@ from corpus_pipeline.common.errors import CorpusError, ParseLimitError, StageFai
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
 from corpus_pipeline.contracts import DocumentProfile, FileFormat, RoutingDecision
 from corpus_pipeline.intake.door import Refused, deliveries, safe_name
-from corpus_pipeline.parsing.pdf.reads import PageReads
 from corpus_pipeline.parsing.router import route
 from corpus_pipeline.pipeline import stages
 from corpus_pipeline.pipeline.isolation import run_parse_isolated
-from corpus_pipeline.profiling import profile_source
+from corpus_pipeline.profiling import Profiled, profile_source
 
 FINDINGS = frozenset({"crash", "hang"})
 LIMITED = "memory"
@@ -328,24 +327,20 @@ class Checker:
         if profile.needs_conversion and not convert:
             return [verdict, Verdict("parse", name, "skipped", message="conversion budget")], 0
         if in_worker or profile.needs_conversion:
-            parsed = self._in_worker(path, name, profile, profiled.reads)
+            parsed = self._in_worker(name, profiled)
         else:
-            parsed = self._in_process(path, name, profile, profiled.reads)
+            parsed = self._in_process(name, profiled)
         return [verdict, parsed], int(profile.needs_conversion)
 
-    def _in_process(
-        self, path: Path, name: str, profile: DocumentProfile, reads: PageReads | None
-    ) -> Verdict:
+    def _in_process(self, name: str, profiled: Profiled) -> Verdict:
         started = time.perf_counter()
-        document_id = "fuzz-" + profile.sha256[:12]
+        document_id = "fuzz-" + profiled.profile.sha256[:12]
         try:
             with _alarm(self.slow_seconds):
-                stages.run_parse(
-                    document_id, path, name, profile, self.workdir / "out", self.settings, reads
-                )
+                stages.run_parse(document_id, profiled, self.workdir / "out", self.settings)
         except _Overtime as exc:  # confirmed under the worker's real limit
             stuck = _where(exc)
-            slow = self._in_worker(path, name, profile, reads)
+            slow = self._in_worker(name, profiled)
             if slow.outcome == "hang":
                 return Verdict(
                     "parse-worker", name, "hang", slow.error, slow.message, stuck, slow.seconds
@@ -361,15 +356,11 @@ class Checker:
             return _unexpected("parse", name, exc, time.perf_counter() - started)
         return Verdict("parse", name, "ok", seconds=time.perf_counter() - started)
 
-    def _in_worker(
-        self, path: Path, name: str, profile: DocumentProfile, reads: PageReads | None
-    ) -> Verdict:
+    def _in_worker(self, name: str, profiled: Profiled) -> Verdict:
         started = time.perf_counter()
-        document_id = "fuzz-" + profile.sha256[:12]
+        document_id = "fuzz-" + profiled.profile.sha256[:12]
         try:
-            run_parse_isolated(
-                document_id, path, name, profile, self.workdir / "out", self.settings, reads
-            )
+            run_parse_isolated(document_id, profiled, self.workdir / "out", self.settings)
         except ParseLimitError as exc:
             seconds = time.perf_counter() - started
             outcome = "hang" if exc.limit.endswith(" s") else "memory"

@@ -18,6 +18,7 @@ import click
 from rich.progress import Progress
 from rich.table import Table
 
+from corpus_pipeline.cli.options import mode_options, namespace_option
 from corpus_pipeline.cli.output import console, err_console, fail, read_settings
 from corpus_pipeline.common.settings import CorpusSettings
 
@@ -172,17 +173,8 @@ def _compare(a: Path, b: Path) -> None:
 
 @click.command("eval")
 @click.argument("questions", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--namespace", "-n", default=None, help="Namespace asked (default CORPUS_NAMESPACE).")
-@click.option(
-    "--mode", type=click.Choice(["classic", "agentic"]), default="classic", show_default=True
-)
-@click.option(
-    "--budget",
-    default=8000,
-    show_default=True,
-    type=click.IntRange(512, 200_000),
-    help="Token budget (agentic mode).",
-)
+@namespace_option("Namespace asked (default CORPUS_NAMESPACE).")
+@mode_options
 @click.option("--top-k", "-k", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.option(
     "--baseline",

@@ -8,6 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from corpus_pipeline.cli.options import json_option
 from corpus_pipeline.cli.output import console, read_settings
 from corpus_pipeline.contracts.formats import FormatSupport, SupportedFormats
 
@@ -15,7 +16,7 @@ _TOOLS = {"libreoffice": "LibreOffice", "tesseract": "Tesseract"}
 
 
 @click.command("formats")
-@click.option("--json", "as_json", is_flag=True, help="The answer of GET /v1/supported-formats.")
+@json_option("The answer of GET /v1/supported-formats.")
 def formats_command(as_json: bool) -> None:
     """List the formats this deployment parses, what each keeps, and what is missing."""
     from corpus_pipeline.parsing.formats import capabilities

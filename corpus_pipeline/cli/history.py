@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from corpus_pipeline.cli.options import json_option, namespace_option
 from corpus_pipeline.cli.output import echo_json_line, print_columns, read_settings
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import Manifest, SourceRecord
@@ -27,8 +28,8 @@ KINDS = ("ingest", "publish", "search")
 
 
 @click.command("list")
-@click.option("--namespace", "-n", default=None, help="Only this namespace (default: all).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per document and line.")
+@namespace_option("Only this namespace (default: all).")
+@json_option("One JSON object per document and line.")
 def list_command(namespace: str | None, as_json: bool) -> None:
     """List the documents: status, pages, chunks and when they were ingested."""
     settings = read_settings(namespace)
@@ -135,7 +136,7 @@ def _published_manifests(settings: CorpusSettings, namespace: str) -> dict[str, 
 
 
 @click.command("runs")
-@click.option("--namespace", "-n", default=None, help="Only this namespace's runs.")
+@namespace_option("Only this namespace's runs.")
 @click.option(
     "--kind",
     "kinds",
@@ -144,7 +145,7 @@ def _published_manifests(settings: CorpusSettings, namespace: str) -> dict[str, 
     help="Only runs of this kind (repeatable; default: all three).",
 )
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per run and line.")
+@json_option("One JSON object per run and line.")
 def runs_command(namespace: str | None, kinds: tuple[str, ...], limit: int, as_json: bool) -> None:
     """List recent runs, newest first: ingest (document and embedding runs) and publish runs
     from the Dagster instance, agentic searches from their records under $CORPUS_HOME/runs."""

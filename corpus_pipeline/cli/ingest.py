@@ -11,24 +11,18 @@ from pathlib import Path
 
 import click
 
-from corpus_pipeline.cli.ingest_report import JsonLines, Terminal
+from corpus_pipeline.cli.ingest_report import Batch, JsonLines, Report, Terminal
+from corpus_pipeline.cli.options import json_option, namespace_option
 from corpus_pipeline.cli.output import console, corpus_errors, fail, read_settings
 
 
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--namespace", "-n", default=None, help="Namespace of the documents (default CORPUS_NAMESPACE)."
-)
+@namespace_option("Namespace of the documents (default CORPUS_NAMESPACE).")
 @click.option(
     "--organizational-unit", default=None, help="Free-text owner unit, kept as a filterable field."
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="One JSON line per file as it finishes (the default when stdout is not a terminal).",
-)
+@json_option("One JSON line per file as it finishes (the default when stdout is not a terminal).")
 @click.option(
     "--password", default=None, help="Password of encrypted PDFs (kept in memory, never stored)."
 )
@@ -57,9 +51,7 @@ def ingest_command(
 
     with corpus_errors():
         total = len(collect_files(paths))
-    report: JsonLines | Terminal = (
-        JsonLines() if as_json or not sys.stdout.isatty() else Terminal(total)
-    )
+    report: Report = JsonLines() if as_json or not sys.stdout.isatty() else Terminal(total)
     with corpus_errors(), report.running():
         results = ingest(
             paths,
@@ -73,7 +65,7 @@ def ingest_command(
     with report.publishing():
         ns = namespace or settings.namespace
         published, dense = DocumentRuns.of(settings).publish_processed(ns, results)
-    report.finish(results, published, dense)
+    report.finish(Batch(results, published, dense))
     if published is not None and published.error is not None:
         fail("publish failed", published.error)
     if any(r.status == "failed" for r in results):

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import time
+from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -85,27 +87,43 @@ def publish_record(published: PublishOutcome, dense: EmbedOutcome | None) -> dic
     return {"publish": outcome}
 
 
-class JsonLines:
+@dataclass(frozen=True)
+class Batch:
+    """What a batch came to, reported at its end: each file's result, the namespace's publish
+    (None when no file was processed or unchanged) and the embedding (None unless the dense
+    channel ran)."""
+
+    results: Sequence[IngestResult]
+    published: PublishOutcome | None
+    dense: EmbedOutcome | None
+
+
+class Report(ABC):
+    """A batch's report, in the order `corpus ingest` calls it: `running` around the files
+    (`file_done` as each finishes), `publishing` around the publish, then `finish`."""
+
+    def running(self) -> contextlib.AbstractContextManager[object]:
+        return contextlib.nullcontext()
+
+    @abstractmethod
+    def file_done(self, result: IngestResult) -> None: ...
+
+    def publishing(self) -> contextlib.AbstractContextManager[object]:
+        return contextlib.nullcontext()
+
+    @abstractmethod
+    def finish(self, batch: Batch) -> None: ...
+
+
+class JsonLines(Report):
     """The report for programs: one JSON line per file, then the publish line."""
 
     def file_done(self, result: IngestResult) -> None:
         echo_json_line(file_record(result))
 
-    @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
-        yield
-
-    def publishing(self) -> contextlib.AbstractContextManager[object]:
-        return contextlib.nullcontext()
-
-    def finish(
-        self,
-        results: Sequence[IngestResult],
-        published: PublishOutcome | None,
-        dense: EmbedOutcome | None,
-    ) -> None:
-        if published is not None:
-            echo_json_line(publish_record(published, dense))
+    def finish(self, batch: Batch) -> None:
+        if batch.published is not None:
+            echo_json_line(publish_record(batch.published, batch.dense))
 
 
 class _PagesPerSecond(ProgressColumn):
@@ -118,7 +136,7 @@ class _PagesPerSecond(ProgressColumn):
         return Text(f"{pages / task.elapsed:.1f} pages/s", style="progress.data.speed")
 
 
-class Terminal:
+class Terminal(Report):
     """The report for a person: the progress bar, a line per file, and the summary."""
 
     def __init__(self, total: int) -> None:
@@ -137,10 +155,8 @@ class Terminal:
         )
         self.task = self.progress.add_task("", total=total, pages=0)
 
-    @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
-        with self.progress:
-            yield
+    def running(self) -> contextlib.AbstractContextManager[object]:
+        return self.progress
 
     def file_done(self, result: IngestResult) -> None:
         self.pages += result.pages or 0
@@ -156,15 +172,10 @@ class Terminal:
     def publishing(self) -> contextlib.AbstractContextManager[object]:
         return err_console.status("publishing …")
 
-    def finish(
-        self,
-        results: Sequence[IngestResult],
-        published: PublishOutcome | None,
-        dense: EmbedOutcome | None,
-    ) -> None:
+    def finish(self, batch: Batch) -> None:
         seconds = time.perf_counter() - self.started
-        err_console.print(summary_line(results, seconds, published), soft_wrap=True)
-        if dense is not None:
+        err_console.print(summary_line(batch.results, seconds, batch.published), soft_wrap=True)
+        if (dense := batch.dense) is not None:
             err_console.print(
                 f"dense: {dense.documents} documents, {dense.chunks} chunk vectors "
                 f"({dense.embedded} embedded now) in {dense.seconds:.1f}s"

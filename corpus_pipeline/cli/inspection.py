@@ -69,9 +69,7 @@ def debug_command(file: Path, stop_at: str, as_json: bool) -> None:
             click.echo(profile.model_dump_json(indent=2))
             return
         with tempfile.TemporaryDirectory(prefix="corpus-debug-") as tmp:
-            ctx = pipeline.parse_rows(
-                file, file.name, profile, Path(tmp), prior_reads=profiled.reads
-            )
+            ctx = pipeline.parse_rows(profiled, Path(tmp))
             rows = ctx.rows if stop_at == "parse" else pipeline.structure_rows(ctx.rows)
             if stop_at in ("parse", "hierarchy") and as_json:
                 payload: object = [r.model_dump(mode="json") for r in rows]

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from rich.markup import escape
 from rich.text import Text
 
+from corpus_pipeline.cli.options import json_option, mode_options, namespace_option
 from corpus_pipeline.cli.output import CommandError, console, read_settings
 from corpus_pipeline.common.settings import CorpusSettings
 from query_service.config import ServiceSettings
@@ -74,9 +75,7 @@ def _open_published(settings: CorpusSettings, namespace: str) -> Revision:
 
 @click.command("search")
 @click.argument("query")
-@click.option(
-    "--namespace", "-n", default=None, help="Namespace to search (default CORPUS_NAMESPACE)."
-)
+@namespace_option("Namespace to search (default CORPUS_NAMESPACE).")
 @click.option("--top-k", "-k", default=10, show_default=True, type=int)
 @click.option(
     "--types", default=None, help="Allowed chunk types, comma-separated (text,table,image)."
@@ -87,15 +86,8 @@ def _open_published(settings: CorpusSettings, namespace: str) -> Revision:
     multiple=True,
     help="Document id to exclude (repeatable).",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the response object the HTTP API returns."
-)
-@click.option(
-    "--mode", type=click.Choice(["classic", "agentic"]), default="classic", show_default=True
-)
-@click.option(
-    "--budget", default=8000, show_default=True, type=int, help="Token budget (agentic mode)."
-)
+@json_option("Print the response object the HTTP API returns.")
+@mode_options
 def search_command(
     query: str,
     namespace: str | None,

@@ -1,2 +1,2 @@
 """What every stage shares: settings, identifiers, errors that name the problem, secrets kept in
-memory, endpoint key rotation and planned text edits."""
+memory, endpoint key rotation, planned text edits, XML namespaces and closable resources."""

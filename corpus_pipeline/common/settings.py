@@ -6,7 +6,7 @@ No Dagster import here: the CLI's `debug` path and the query service read the sa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, overload
 
 from pydantic import AfterValidator, BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -45,6 +45,26 @@ def _absolute(path: Path) -> Path:
 HomePath = Annotated[Path, AfterValidator(_absolute)]
 
 
+class _Rooted(Protocol):
+    @property
+    def home(self) -> Path: ...
+
+
+class BelowHome:
+    """A folder below CORPUS_HOME, read as an attribute of the settings (`settings.work_dir`),
+    so that the layouts below list the folders as a table."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    @overload
+    def __get__(self, settings: None, owner: type[Any]) -> BelowHome: ...
+    @overload
+    def __get__(self, settings: _Rooted, owner: type[Any]) -> Path: ...
+    def __get__(self, settings: _Rooted | None, owner: type[Any]) -> Path | BelowHome:
+        return self if settings is None else settings.home.joinpath(*self.parts)
+
+
 class HomeLayout:
     """What both services find below CORPUS_HOME: the published revisions and the API keys
     (mixed into the pipeline's and the query service's settings, which agree on them)."""
@@ -53,16 +73,24 @@ class HomeLayout:
         home: Path
         api_keys_file: Path | None
 
-    @property
-    def published_dir(self) -> Path:
-        return self.home / "published"
+    published_dir = BelowHome("published")
 
     @property
     def keys_file(self) -> Path:
         return self.api_keys_file or self.home / "service" / "api_keys.json"
 
 
-class CorpusSettings(HomeLayout, BaseSettings):
+class PipelineLayout(HomeLayout):
+    """The pipeline's own folders below CORPUS_HOME (a mixin, like `HomeLayout`: a pydantic
+    settings class takes no class attributes besides its fields)."""
+
+    artifacts_dir = BelowHome("artifacts")
+    work_dir = BelowHome("work")
+    embeddings_dir = BelowHome("embeddings")
+    dagster_home = BelowHome("dagster")
+
+
+class CorpusSettings(PipelineLayout, BaseSettings):
     """Runtime settings (environment variables `CORPUS_*`, or a `.env` file)."""
 
     model_config = SettingsConfigDict(
@@ -169,22 +197,6 @@ class CorpusSettings(HomeLayout, BaseSettings):
     @property
     def object_store(self) -> str:
         return self.object_store_url or (self.home / "objects").as_uri()
-
-    @property
-    def artifacts_dir(self) -> Path:
-        return self.home / "artifacts"
-
-    @property
-    def work_dir(self) -> Path:
-        return self.home / "work"
-
-    @property
-    def embeddings_dir(self) -> Path:
-        return self.home / "embeddings"
-
-    @property
-    def dagster_home(self) -> Path:
-        return self.home / "dagster"
 
     def role(self, name: str) -> LLMRole:
         """A role's settings with the shared endpoint and key filled in where unset."""

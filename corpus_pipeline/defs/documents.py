@@ -228,12 +228,9 @@ def _parse(
     record = source.record
     parsed = worker.run_parse_isolated(
         record.document_id,
-        Path(source.local_path),
-        record.source_file_name,
-        profiled.profile,
+        profiled,
         pipeline.stage_dir(settings, record.document_id, "parse"),
         settings,
-        profiled.reads,
     )
     return parsed, {
         "path": dg.MetadataValue.path(parsed.rows_path),

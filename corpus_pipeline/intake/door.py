@@ -30,6 +30,7 @@ from corpus_pipeline.common.errors import (
 from corpus_pipeline.contracts import FileFormat
 from corpus_pipeline.intake.archives import ArchiveLimits, archive_kind, read_archive
 from corpus_pipeline.intake.mail import MAX_DEPTH, carried, msg_refusal
+from corpus_pipeline.parsing.formats import EXTENSIONS
 from corpus_pipeline.parsing.legacy import (
     INSTALL_HINT,
     KINDS,
@@ -38,38 +39,34 @@ from corpus_pipeline.parsing.legacy import (
 )
 from corpus_pipeline.profiling.sniff import sniff_format
 
-# Extension → the formats its bytes may be (text formats overlap: a .md without headings
-# sniffs as text, a .txt with headings as Markdown, a .json of segments is its own format).
-FAMILIES: dict[str, frozenset[FileFormat]] = {
-    "pdf": frozenset({FileFormat.PDF}),
-    "docx": frozenset({FileFormat.DOCX}),
-    "pptx": frozenset({FileFormat.PPTX}),
-    "xlsx": frozenset({FileFormat.XLSX}),
+# Beyond its own format, what the bytes of a file named as a parsed format may be.
+_ALSO: dict[FileFormat, frozenset[FileFormat]] = {
     # What Word, PowerPoint and Excel open under a legacy name: the binary format, its modern
     # successor and (Word, Excel) HTML, e.g. a report system's export saved as .xls.
-    "doc": frozenset({FileFormat.DOC, FileFormat.DOCX, FileFormat.RTF, FileFormat.HTML}),
-    "ppt": frozenset({FileFormat.PPT, FileFormat.PPTX}),
-    "xls": frozenset({FileFormat.XLS, FileFormat.XLSX, FileFormat.HTML}),
-    "ods": frozenset({FileFormat.ODS}),
-    "odt": frozenset({FileFormat.ODT}),
-    "odp": frozenset({FileFormat.ODP}),
-    "epub": frozenset({FileFormat.EPUB}),
-    "rtf": frozenset({FileFormat.RTF}),
-    "html": frozenset({FileFormat.HTML}),
-    "htm": frozenset({FileFormat.HTML}),
+    FileFormat.DOC: frozenset({FileFormat.DOCX, FileFormat.RTF, FileFormat.HTML}),
+    FileFormat.PPT: frozenset({FileFormat.PPTX}),
+    FileFormat.XLS: frozenset({FileFormat.XLSX, FileFormat.HTML}),
+    # Text formats overlap: a .md without headings sniffs as text, a .txt with headings as
+    # Markdown, and either may hold a delimited table or an e-mail.
     **dict.fromkeys(
-        ("md", "markdown", "txt", "text"),
+        (FileFormat.MARKDOWN, FileFormat.TEXT),
         frozenset({FileFormat.MARKDOWN, FileFormat.TEXT, FileFormat.CSV, FileFormat.EML}),
     ),
-    # A .csv whose rows do not split consistently is read as text.
-    **dict.fromkeys(("csv", "tsv"), frozenset({FileFormat.CSV, FileFormat.TEXT})),
-    "eml": frozenset({FileFormat.EML}),
-    "msg": frozenset({FileFormat.MSG}),
+    # A .csv whose rows do not split consistently is read as text, as is a .json that is no
+    # list of segments.
+    FileFormat.CSV: frozenset({FileFormat.TEXT}),
+    FileFormat.SEGMENTS_JSON: frozenset({FileFormat.TEXT}),
+}
+# Extension → the formats its bytes may be: the format the registry lists it for
+# (`parsing.formats`) and what else `_ALSO` admits under that name; an mbox is split into its
+# messages (`deliveries`).
+FAMILIES: dict[str, frozenset[FileFormat]] = {
+    **{
+        ext: frozenset({fmt, *_ALSO.get(fmt, ())})
+        for fmt, extensions in EXTENSIONS.items()
+        for ext in extensions
+    },
     "mbox": frozenset({FileFormat.MBOX}),
-    "json": frozenset({FileFormat.SEGMENTS_JSON, FileFormat.TEXT}),
-    **dict.fromkeys(
-        ("png", "jpg", "jpeg", "gif", "webp", "tif", "tiff", "bmp"), frozenset({FileFormat.IMAGE})
-    ),
 }
 _OFFICE = {
     FileFormat.DOCX,

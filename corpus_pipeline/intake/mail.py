@@ -53,10 +53,10 @@ def carried(label: str, data: bytes, fmt: FileFormat) -> list[Carried]:
 
 def msg_refusal(data: bytes) -> str | None:
     """Why an Outlook message cannot be read (the reader's error class), or None."""
-    from corpus_pipeline.parsing.email.outlook import read_msg
+    from corpus_pipeline.parsing.email.outlook import MSG_DAMAGE, read_msg
 
     try:
         read_msg(data)
-    except Exception as exc:  # extract-msg and olefile report damage as many classes
+    except MSG_DAMAGE as exc:  # what a damaged container or message raises (`oxmsg`)
         return type(exc).__name__
     return None

@@ -14,14 +14,15 @@ from datetime import date
 from lxml import etree
 
 from corpus_pipeline.common.errors import CorruptDocumentError
+from corpus_pipeline.common.xmlnames import Namespace
 from corpus_pipeline.parsing.dates import iso_date
 from corpus_pipeline.parsing.zipped import ZipPackage, xml_parser
 
 CONTAINER = "META-INF/container.xml"
-_CONTAINER_NS = "urn:oasis:names:tc:opendocument:xmlns:container"
-_OPF = "http://www.idpf.org/2007/opf"
-_DC = "http://purl.org/dc/elements/1.1/"
-_NCX = "http://www.daisy.org/z3986/2005/ncx/"
+_CONTAINER_NS = Namespace("urn:oasis:names:tc:opendocument:xmlns:container")
+_OPF = Namespace("http://www.idpf.org/2007/opf")
+_DC = Namespace("http://purl.org/dc/elements/1.1/")
+_NCX = Namespace("http://www.daisy.org/z3986/2005/ncx/")
 XHTML_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/xml"})
 _ENTITY = re.compile(rb"&([A-Za-z][A-Za-z0-9]{1,31});")
 _XML_ENTITIES = frozenset({b"amp", b"lt", b"gt", b"quot", b"apos"})
@@ -50,17 +51,17 @@ class Publication:
 def read_publication(package: ZipPackage) -> Publication:
     """Container → OPF → metadata, manifest and spine; a package without them is corrupt."""
     container = package.xml(CONTAINER, "the container")
-    rootfile = container.find(f".//{{{_CONTAINER_NS}}}rootfile")
+    rootfile = container.find(f".//{_CONTAINER_NS('rootfile')}")
     path = rootfile.get("full-path") if rootfile is not None else None
     if not path or path not in package.names:
         raise CorruptDocumentError("epub", "the container names no package document")
     opf = package.xml(path, "the package document")
     pub = Publication(opf=path)
-    metadata = opf.find(f"{{{_OPF}}}metadata")
+    metadata = opf.find(_OPF("metadata"))
     if metadata is not None:
         _metadata(pub, metadata)
     ids: dict[str, str] = {}
-    for item in opf.iterfind(f"{{{_OPF}}}manifest/{{{_OPF}}}item"):
+    for item in opf.iterfind(f"{_OPF('manifest')}/{_OPF('item')}"):
         member = package.resolve(path, item.get("href") or "")
         if member is None:
             continue
@@ -68,10 +69,10 @@ def read_publication(package: ZipPackage) -> Publication:
         pub.media_types[member] = (item.get("media-type") or "").strip().lower()
         if "nav" in (item.get("properties") or "").split():
             pub.nav = member
-    spine = opf.find(f"{{{_OPF}}}spine")
+    spine = opf.find(_OPF("spine"))
     if spine is not None:
         pub.ncx = ids.get(spine.get("toc") or "")
-        for ref in spine.iterfind(f"{{{_OPF}}}itemref"):
+        for ref in spine.iterfind(_OPF("itemref")):
             member = ids.get(ref.get("idref") or "")
             if member is not None and member not in pub.spine:
                 pub.spine.append(member)
@@ -81,15 +82,13 @@ def read_publication(package: ZipPackage) -> Publication:
 
 
 def _metadata(pub: Publication, metadata: etree._Element) -> None:
-    titles = [" ".join("".join(t.itertext()).split()) for t in metadata.iter(f"{{{_DC}}}title")]
+    titles = [" ".join("".join(t.itertext()).split()) for t in metadata.iter(_DC("title"))]
     pub.title = next((t for t in titles if t), None)
-    creators = (" ".join("".join(c.itertext()).split()) for c in metadata.iter(f"{{{_DC}}}creator"))
+    creators = (" ".join("".join(c.itertext()).split()) for c in metadata.iter(_DC("creator")))
     pub.creators = [c for c in creators if c]
-    stamps = ["".join(d.itertext()) for d in metadata.iter(f"{{{_DC}}}date")]
+    stamps = ["".join(d.itertext()) for d in metadata.iter(_DC("date"))]
     stamps += [
-        m.text or ""
-        for m in metadata.iter(f"{{{_OPF}}}meta")
-        if m.get("property") == "dcterms:modified"
+        m.text or "" for m in metadata.iter(_OPF("meta")) if m.get("property") == "dcterms:modified"
     ]
     pub.date = next((d for d in map(iso_date, stamps) if d is not None), None)
 
@@ -138,7 +137,7 @@ def toc_entries(package: ZipPackage, pub: Publication) -> list[TocEntry]:
     if pub.ncx is not None:
         ncx = etree.fromstring(package.read(pub.ncx), xml_parser(recover=True))
         if ncx is not None:
-            nav_map = ncx.find(f".//{{{_NCX}}}navMap")
+            nav_map = ncx.find(f".//{_NCX('navMap')}")
             entries = []
             if nav_map is not None:
                 _nav_points(package, pub.ncx, nav_map, 1, entries)
@@ -164,9 +163,9 @@ def _nav_list(
 def _nav_points(
     package: ZipPackage, base: str, el: etree._Element, depth: int, out: list[TocEntry]
 ) -> None:
-    for point in el.iterchildren(f"{{{_NCX}}}navPoint"):
-        title = point.findtext(f"{{{_NCX}}}navLabel/{{{_NCX}}}text") or ""
-        content = point.find(f"{{{_NCX}}}content")
+    for point in el.iterchildren(_NCX("navPoint")):
+        title = point.findtext(f"{_NCX('navLabel')}/{_NCX('text')}") or ""
+        content = point.find(_NCX("content"))
         href = (content.get("src") or "") if content is not None else ""
         _add(package, base, href, title, depth, out)
         _nav_points(package, base, point, depth + 1, out)

@@ -1,18 +1,26 @@
 """The registry of parser strategies: one entry per strategy the router hands files to, with the
 extensions and media types of its files, what of their structure it keeps, and the external
-program it needs. It is the single list: the router's `STRATEGIES` is derived from it, and
-`GET /v1/supported-formats` and `corpus formats` answer from it (`capabilities`), with what is
-installed on this deployment looked up at the time of asking (LibreOffice, Tesseract).
+program it needs. It is the data table `formats.toml` beside this module, read and validated
+at import, and the one place these facts are written: the router's `STRATEGIES`, the door's
+extension families (`intake.door`) and the sniffer's extensions and media types
+(`profiling.sniff`) derive from it, and `GET /v1/supported-formats` and `corpus formats`
+answer from it (`capabilities`), with what is installed on this deployment looked up at the
+time of asking (LibreOffice, Tesseract).
 
 A test pins the registry to the router (every strategy `parser_for` dispatches, and no other),
-to the door (every extension listed is one the door admits for that format) and to the format
-table of docs/architecture.md.
+to the door (every extension listed is admitted as its format) and to the format table of
+docs/architecture.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts.formats import (
@@ -24,27 +32,23 @@ from corpus_pipeline.contracts.formats import (
 )
 from corpus_pipeline.contracts.profile import FileFormat
 
-_PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
-_XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-_DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-_XLS = "application/vnd.ms-excel"
-_SHEETS = "one section per visible sheet"
-_SLIDES = "one section per slide, titled by its title"
-_MAIL = "the subject; quoted replies and forwarded messages as sections of their own"
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FormatSpec:
     """One parser strategy as the code implements it: `ocr` says the strategy reads text from
     pixels when Tesseract is installed, `requires` names a program without which it cannot
-    run at all."""
+    run at all. `headings` is None for a format without headings (TOML has no null: the
+    entry leaves the key out)."""
+
+    # A key the dataclass does not know is a typo in the data file, not something to ignore.
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     strategy: str
     format: FileFormat
     name: str
     extensions: tuple[str, ...]
     media_types: tuple[str, ...]
-    headings: str | None
+    headings: str | None = None
     tables: bool
     table_spans: bool
     images: bool
@@ -53,294 +57,103 @@ class FormatSpec:
     notes: str = ""
 
 
-_MODERN = (
-    FormatSpec(
-        strategy="pdf",
-        format=FileFormat.PDF,
-        name="PDF",
-        extensions=("pdf",),
-        media_types=("application/pdf",),
-        headings="the embedded outline, then numbering, then font geometry",
-        tables=True,
-        table_spans=True,
-        images=True,
-        ocr=True,
-        notes="text layer, or OCR for scanned pages (whose tables are read as text); running "
-        "headers and footers set apart; tables joined across page breaks; encrypted files "
-        "with a password",
-    ),
-    FormatSpec(
-        strategy="docx",
-        format=FileFormat.DOCX,
-        name="Word document",
-        extensions=("docx",),
-        media_types=(_DOCX,),
-        headings="paragraph styles and outline levels",
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="content controls, tracked insertions, automatic numbering and hyperlinks kept",
-    ),
-    FormatSpec(
-        strategy="pptx",
-        format=FileFormat.PPTX,
-        name="PowerPoint presentation",
-        extensions=("pptx",),
-        media_types=(_PPTX,),
-        headings=_SLIDES,
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="speaker notes and comments; charts as a line of text; hidden slides skipped",
-    ),
-    FormatSpec(
-        strategy="xlsx",
-        format=FileFormat.XLSX,
-        name="Excel workbook",
-        extensions=("xlsx",),
-        media_types=(_XLSX,),
-        headings=_SHEETS,
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="regions of touching cells become tables; stored values; charts as text",
-    ),
-    FormatSpec(
-        strategy="xls",
-        format=FileFormat.XLS,
-        name="Excel 97-2003 workbook",
-        extensions=("xls",),
-        media_types=(_XLS,),
-        headings=_SHEETS,
-        tables=True,
-        table_spans=True,
-        images=False,
-        notes="read with xlrd; one it cannot read is converted by LibreOffice (xls_legacy)",
-    ),
-    FormatSpec(
-        strategy="ods",
-        format=FileFormat.ODS,
-        name="OpenDocument spreadsheet",
-        extensions=("ods",),
-        media_types=("application/vnd.oasis.opendocument.spreadsheet",),
-        headings=_SHEETS,
-        tables=True,
-        table_spans=True,
-        images=False,
-        notes="regions of touching cells become tables, as in an Excel workbook",
-    ),
-    FormatSpec(
-        strategy="odt",
-        format=FileFormat.ODT,
-        name="OpenDocument text",
-        extensions=("odt",),
-        media_types=("application/vnd.oasis.opendocument.text",),
-        headings="outline levels",
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="lists, footnotes and endnotes, text boxes; title and date from meta.xml",
-    ),
-    FormatSpec(
-        strategy="odp",
-        format=FileFormat.ODP,
-        name="OpenDocument presentation",
-        extensions=("odp",),
-        media_types=("application/vnd.oasis.opendocument.presentation",),
-        headings=_SLIDES,
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="speaker notes and comments; hidden slides skipped",
-    ),
-    FormatSpec(
-        strategy="rtf",
-        format=FileFormat.RTF,
-        name="Rich Text Format",
-        extensions=("rtf",),
-        media_types=("application/rtf",),
-        headings="outline levels and heading styles",
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="footnotes; PNG and JPEG pictures; text in the file's code page",
-    ),
-    FormatSpec(
-        strategy="epub",
-        format=FileFormat.EPUB,
-        name="EPUB e-book",
-        extensions=("epub",),
-        media_types=("application/epub+zip",),
-        headings="the chapters' HTML headings, else their navigation titles",
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="the spine's chapters in reading order, each through the HTML parser",
-    ),
-    FormatSpec(
-        strategy="html",
-        format=FileFormat.HTML,
-        name="HTML page",
-        extensions=("html", "htm"),
-        media_types=("text/html",),
-        headings="h1 to h6",
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="embedded (data:) images; scripts, hidden elements and page chrome dropped",
-    ),
-    FormatSpec(
-        strategy="markdown",
-        format=FileFormat.MARKDOWN,
-        name="Markdown",
-        extensions=("md", "markdown"),
-        media_types=("text/markdown",),
-        headings="# and underlined headings",
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="CommonMark with GFM tables; raw HTML (tables with spans too) through the HTML "
-        "parser; embedded (data:) images",
-    ),
-    FormatSpec(
-        strategy="text",
-        format=FileFormat.TEXT,
-        name="plain text",
-        extensions=("txt", "text"),
-        media_types=("text/plain",),
-        headings="numbered, ALL CAPS or underlined lines standing alone",
-        tables=False,
-        table_spans=False,
-        images=False,
-        notes="a text with Markdown headings is read as Markdown",
-    ),
-    FormatSpec(
-        strategy="csv",
-        format=FileFormat.CSV,
-        name="CSV or TSV table",
-        extensions=("csv", "tsv"),
-        media_types=("text/csv", "text/tab-separated-values"),
-        headings=None,
-        tables=True,
-        table_spans=False,
-        images=False,
-        notes="encoding, delimiter and header row sniffed; blocks of rows, each led by the "
-        "header; cut at the cell budget",
-    ),
-    FormatSpec(
-        strategy="eml",
-        format=FileFormat.EML,
-        name="e-mail message",
-        extensions=("eml",),
-        media_types=("message/rfc822",),
-        headings=_MAIL,
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="sender, recipients, date, subject and message id kept; the HTML body through the "
-        "HTML parser; each attachment becomes a document linked to its message",
-    ),
-    FormatSpec(
-        strategy="msg",
-        format=FileFormat.MSG,
-        name="Outlook message",
-        extensions=("msg",),
-        media_types=("application/vnd.ms-outlook",),
-        headings=_MAIL,
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="read with extract-msg (GPL-3.0), then as an e-mail message",
-    ),
-    FormatSpec(
-        strategy="image",
-        format=FileFormat.IMAGE,
-        name="image",
-        extensions=("png", "jpg", "jpeg", "gif", "webp", "tif", "tiff", "bmp"),
-        media_types=(
-            "image/png",
-            "image/jpeg",
-            "image/gif",
-            "image/webp",
-            "image/tiff",
-            "image/bmp",
-        ),
-        headings="line geometry and numbering of the OCR text",
-        tables=False,
-        table_spans=False,
-        images=True,
-        ocr=True,
-        notes="every frame stored as an image, then read as a scanned page",
-    ),
-    FormatSpec(
-        strategy="segments_json",
-        format=FileFormat.SEGMENTS_JSON,
-        name="segment JSON",
-        extensions=("json",),
-        media_types=("application/json",),
-        headings="heading segments, else changes of section path",
-        tables=True,
-        table_spans=True,
-        images=True,
-        notes="a document segmented elsewhere, validated whole before anything is stored",
-    ),
-)
-_BY_STRATEGY = {spec.strategy: spec for spec in _MODERN}
+class RegistryError(ValueError):
+    """The data file of the registry is malformed: raised at import, naming the file and the
+    entry, since nothing can be routed or admitted without it."""
 
 
-def _legacy(strategy: str, fmt: FileFormat, name: str, media: str, target: str) -> FormatSpec:
-    """A legacy Office strategy: converted by LibreOffice, then read by `target`'s parser, so it
-    keeps what that parser keeps."""
-    modern = _BY_STRATEGY[target]
-    return FormatSpec(
-        strategy=strategy,
-        format=fmt,
-        name=name,
-        extensions=(fmt.value,),
-        media_types=(media,),
-        headings=modern.headings,
-        tables=modern.tables,
-        table_spans=modern.table_spans,
-        images=modern.images,
-        requires="libreoffice",
-        notes=f"converted to {target.upper()} by a managed LibreOffice, then read as "
-        f"{target.upper()}; the manifest records the conversion",
+_SPEC = TypeAdapter(FormatSpec)
+# What a legacy strategy (`converted_to`) keeps: what the parser of its conversion keeps.
+_CONVERTED_KEEPS = ("headings", "tables", "table_spans", "images")
+
+
+def load_registry(
+    text: str, where: str
+) -> tuple[tuple[FormatSpec, ...], tuple[ContainerSupport, ...]]:
+    """The strategies and containers of the registry's TOML `text` (read from `where`, named in
+    errors), in the file's order; a malformed file or entry raises `RegistryError`."""
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RegistryError(f"{where}: {exc}") from None
+    unknown = set(table) - {"format", "container"}
+    if unknown:
+        raise RegistryError(f"{where}: unknown tables {sorted(unknown)}")
+    specs: dict[str, FormatSpec] = {}
+    for number, row in enumerate(_entries(table, "format", where), start=1):
+        entry = f"{where}: [[format]] entry {number} ({row.get('strategy', 'no strategy')!r})"
+        try:
+            spec = _SPEC.validate_python(_converted(row, specs))
+        except ValueError as exc:  # a pydantic ValidationError is one too
+            raise RegistryError(f"{entry}: {exc}") from None
+        if spec.strategy in specs:
+            raise RegistryError(f"{entry}: the strategy is listed twice")
+        specs[spec.strategy] = spec
+    containers = []
+    for number, row in enumerate(_entries(table, "container", where), start=1):
+        try:
+            containers.append(ContainerSupport.model_validate(row))
+        except ValidationError as exc:
+            raise RegistryError(f"{where}: [[container]] entry {number}: {exc}") from None
+    return tuple(specs.values()), tuple(containers)
+
+
+def _entries(table: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    """The entries of an array of tables (`[[format]]`, `[[container]]`)."""
+    rows = table.get(key, [])
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise RegistryError(f"{where}: {key!r} is not an array of tables ([[{key}]])")
+    return rows
+
+
+def _converted(row: dict[str, Any], earlier: Mapping[str, FormatSpec]) -> dict[str, Any]:
+    """An entry as `FormatSpec` fields: a legacy strategy (`converted_to`) gets what the
+    strategy it is converted to keeps, and notes that say so."""
+    fields = dict(row)
+    target = fields.pop("converted_to", None)
+    if target is None:
+        return fields
+    modern = earlier.get(target)
+    if modern is None:
+        raise ValueError(f"converted_to {target!r} names no strategy listed before it")
+    stated = sorted(set(fields) & {*_CONVERTED_KEEPS, "notes"})
+    if stated:
+        raise ValueError(f"{stated} are those of {target!r}, which it is converted to")
+    kept = {key: getattr(modern, key) for key in _CONVERTED_KEEPS}
+    notes = (
+        f"converted to {target.upper()} by a managed LibreOffice, then read as "
+        f"{target.upper()}; the manifest records the conversion"
     )
+    return {**fields, **kept, "notes": notes}
 
 
-# Each legacy strategy, by the modern one it converts to.
-_LEGACY = {
-    "docx": _legacy("doc", FileFormat.DOC, "legacy Word document", "application/msword", "docx"),
-    "pptx": _legacy(
-        "ppt", FileFormat.PPT, "legacy PowerPoint", "application/vnd.ms-powerpoint", "pptx"
-    ),
-    "xls": _legacy("xls_legacy", FileFormat.XLS, "XLS that xlrd cannot read", _XLS, "xlsx"),
-}
-# Every strategy, each legacy one right after its modern counterpart.
-FORMATS: tuple[FormatSpec, ...] = tuple(
-    entry
-    for spec in _MODERN
-    for entry in (spec, *([_LEGACY[spec.strategy]] if spec.strategy in _LEGACY else []))
-)
+_DATA = resources.files("corpus_pipeline.parsing").joinpath("formats.toml")
+# Every strategy, each legacy one right after its modern counterpart; and the containers.
+FORMATS, CONTAINERS = load_registry(_DATA.read_text(encoding="utf-8"), str(_DATA))
 # The strategies the router may choose (`router.route`) and must dispatch (`router.parser_for`).
 STRATEGIES: frozenset[str] = frozenset(spec.strategy for spec in FORMATS)
+
+
+def _by_format(
+    listed: Callable[[FormatSpec], tuple[str, ...]],
+) -> dict[FileFormat, tuple[str, ...]]:
+    """What the entries of each parsed format list, in the registry's order and without
+    repeats (XLS is read by two strategies)."""
+    out: dict[FileFormat, dict[str, None]] = {}
+    for spec in FORMATS:
+        out.setdefault(spec.format, {}).update(dict.fromkeys(listed(spec)))
+    return {fmt: tuple(values) for fmt, values in out.items()}
+
+
+# Each parsed format's extensions and media types: what the door and the sniffer know of a
+# format by name.
+EXTENSIONS: Mapping[FileFormat, tuple[str, ...]] = _by_format(lambda spec: spec.extensions)
+MEDIA_TYPES: Mapping[FileFormat, tuple[str, ...]] = _by_format(lambda spec: spec.media_types)
 # Formats no strategy parses, and why.
 UNPARSED: Mapping[FileFormat, str] = {
     FileFormat.MBOX: "split at the door into one e-mail document per message",
     FileFormat.UNKNOWN: "not a document format: refused at the door",
 }
-CONTAINERS = (
-    ContainerSupport(
-        name="mbox mailbox",
-        extensions=["mbox"],
-        becomes="one e-mail document per message, each attachment a document linked to it",
-    ),
-    ContainerSupport(
-        name="archive",
-        extensions=["zip", "tar", "tar.gz", "tgz"],
-        becomes="one document per member (named <archive>/<member path>), each admitted alone",
-    ),
-)
 _ENABLES: Mapping[Tool, str] = {
     "libreoffice": "legacy .doc and .ppt files, and the .xls files xlrd cannot read",
     "tesseract": "OCR: the text of scanned PDF pages and of images",

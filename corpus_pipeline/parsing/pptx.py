@@ -20,13 +20,14 @@ from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 from pptx.oxml.slide import CT_Slide
 
+from corpus_pipeline.common.xmlnames import Namespace
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext, load_or_corrupt
 from corpus_pipeline.parsing.dates import declare_core_properties
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
 
-_P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
-_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_P = Namespace("http://schemas.openxmlformats.org/presentationml/2006/main")
+_A = Namespace("http://schemas.openxmlformats.org/drawingml/2006/main")
 _RT_COMMENTS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/comments"
 _RT_AUTHORS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/commentAuthors"
 _TITLES = (PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE, PP_PLACEHOLDER.VERTICAL_TITLE)
@@ -173,7 +174,7 @@ def _shape(ctx: ParseContext, shape: Any, number: int) -> None:
 def _has_bullet(paragraph: Any) -> bool:
     ppr = paragraph._p.pPr
     return ppr is not None and (
-        ppr.find(f"{_A}buChar") is not None or ppr.find(f"{_A}buAutoNum") is not None
+        ppr.find(_A("buChar")) is not None or ppr.find(_A("buAutoNum")) is not None
     )
 
 
@@ -212,7 +213,7 @@ def _comment_authors(presentation: Any) -> dict[str, str]:
     for rel in part.rels.values():
         if rel.reltype == _RT_AUTHORS:
             root = etree.fromstring(rel.target_part.blob)
-            return {a.get("id", ""): a.get("name", "") for a in root.iter(f"{_P}cmAuthor")}
+            return {a.get("id", ""): a.get("name", "") for a in root.iter(_P("cmAuthor"))}
     return {}
 
 
@@ -223,8 +224,8 @@ def _comments(slide: Any, authors: dict[str, str]) -> list[tuple[str, str]]:
         if rel.reltype != _RT_COMMENTS:
             continue
         root = etree.fromstring(rel.target_part.blob)
-        for comment in root.iter(f"{_P}cm"):
-            text = " ".join("".join(comment.findtext(f"{_P}text") or "").split())
+        for comment in root.iter(_P("cm")):
+            text = " ".join("".join(comment.findtext(_P("text")) or "").split())
             if text:
                 out.append((authors.get(comment.get("authorId", ""), ""), text))
     return out

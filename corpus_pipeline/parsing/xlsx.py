@@ -27,6 +27,7 @@ from openpyxl.utils import get_column_letter
 
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext, load_or_corrupt
+from corpus_pipeline.parsing.odf import names as odf
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
 from corpus_pipeline.parsing.zipped import ZipPackage, xml_parser
 
@@ -442,10 +443,6 @@ def _xls_value(cell: Any, datemode: Literal[0, 1]) -> Any:
 
 # -- OpenDocument spreadsheets (content.xml, read with lxml) -------------------------------------
 
-_ODS_TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
-_ODS_OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
-_ODS_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
-_ODS_STYLE = "urn:oasis:names:tc:opendocument:xmlns:style:1.0"
 # Repeated rows/columns with content are expanded at most this often (empty ones are skipped).
 _ODS_MAX_REPEAT = 1_000
 # The last column of a sheet (LibreOffice's and Excel's XFD); past it no cell can be named.
@@ -464,14 +461,14 @@ def parse_ods(ctx: ParseContext) -> None:
 
     root = load_or_corrupt("ods", "spreadsheet", read)
     hidden_styles = {
-        style.get(f"{{{_ODS_STYLE}}}name")
-        for style in root.iter(f"{{{_ODS_STYLE}}}style")
-        for props in style.iter(f"{{{_ODS_STYLE}}}table-properties")
-        if props.get(f"{{{_ODS_TABLE}}}display") == "false"
+        style.get(odf.style("name"))
+        for style in root.iter(odf.style("style"))
+        for props in style.iter(odf.style("table-properties"))
+        if props.get(odf.table("display")) == "false"
     }
-    for number, table in enumerate(root.iter(f"{{{_ODS_TABLE}}}table"), start=1):
-        title = table.get(f"{{{_ODS_TABLE}}}name") or f"Sheet{number}"
-        if table.get(f"{{{_ODS_TABLE}}}style-name") in hidden_styles:
+    for number, table in enumerate(root.iter(odf.table("table")), start=1):
+        title = table.get(odf.table("name")) or f"Sheet{number}"
+        if table.get(odf.table("style-name")) in hidden_styles:
             skip_hidden(ctx, title, "hidden")
             continue
         sheet, beyond = _ods_sheet(table)
@@ -489,18 +486,17 @@ def parse_ods(ctx: ParseContext) -> None:
 def _ods_sheet(table: Any) -> tuple[_Sheet, int]:
     """The sheet's cells, and how many cells with text lay past `_ODS_MAX_COLUMN` (skipped: no
     column can be named there, and only a damaged repeat count puts them there)."""
-    t = f"{{{_ODS_TABLE}}}"
     texts: dict[Cell, str] = {}
     merged: list[Region] = []
     beyond = 0
     r = 0
-    for row in table.iter(f"{t}table-row"):
+    for row in table.iter(odf.table("table-row")):
         cells = [
             (cell, _ods_text(cell))
             for cell in row
-            if cell.tag in (f"{t}table-cell", f"{t}covered-table-cell")
+            if cell.tag in (odf.table("table-cell"), odf.table("covered-table-cell"))
         ]
-        repeat_rows = _ods_count(row.get(f"{t}number-rows-repeated"))
+        repeat_rows = _ods_count(row.get(odf.table("number-rows-repeated")))
         if not any(text for _, text in cells):
             r += repeat_rows  # empty rows (often "to the end of the sheet") hold nothing
             continue
@@ -508,8 +504,8 @@ def _ods_sheet(table: Any) -> tuple[_Sheet, int]:
             r += 1
             c = 0
             for cell, text in cells:
-                repeat = _ods_count(cell.get(f"{t}number-columns-repeated"))
-                if not text or cell.tag != f"{t}table-cell":
+                repeat = _ods_count(cell.get(odf.table("number-columns-repeated")))
+                if not text or cell.tag != odf.table("table-cell"):
                     c += repeat
                     continue
                 for _ in range(min(repeat, _ODS_MAX_REPEAT)):
@@ -518,8 +514,8 @@ def _ods_sheet(table: Any) -> tuple[_Sheet, int]:
                         beyond += 1
                         continue
                     texts[(r, c)] = text
-                    rows = _ods_count(cell.get(f"{t}number-rows-spanned"))
-                    cols = _ods_count(cell.get(f"{t}number-columns-spanned"))
+                    rows = _ods_count(cell.get(odf.table("number-rows-spanned")))
+                    cols = _ods_count(cell.get(odf.table("number-columns-spanned")))
                     if rows > 1 or cols > 1:
                         merged.append(Region(r, c, r + rows - 1, c + cols - 1))
     return _Sheet(texts, merged), beyond
@@ -536,9 +532,8 @@ def _ods_count(value: str | None) -> int:
 
 def _ods_text(cell: Any) -> str:
     """The cell as displayed: its paragraphs (dates keep their ISO value when shown otherwise)."""
-    o = f"{{{_ODS_OFFICE}}}"
-    paragraphs = ["".join(p.itertext()) for p in cell.iter(f"{{{_ODS_TEXT}}}p")]
+    paragraphs = ["".join(p.itertext()) for p in cell.iter(odf.text("p"))]
     shown = " ".join(" ".join(paragraphs).split())
-    if cell.get(f"{o}value-type") == "date" and cell.get(f"{o}date-value"):
-        return str(cell.get(f"{o}date-value")).removesuffix("T00:00:00")
+    if cell.get(odf.office("value-type")) == "date" and cell.get(odf.office("date-value")):
+        return str(cell.get(odf.office("date-value"))).removesuffix("T00:00:00")
     return shown

@@ -18,6 +18,7 @@ from urllib.parse import unquote
 
 from lxml import etree
 
+from corpus_pipeline.common.closing import Closing
 from corpus_pipeline.common.errors import ZIP_DAMAGE, CorruptDocumentError
 
 MIB = 1024 * 1024
@@ -38,7 +39,7 @@ def xml_parser(recover: bool = False) -> etree.XMLParser:
     )
 
 
-class ZipPackage:
+class ZipPackage(Closing):
     """One open package; `fmt` names the format in every `CorruptDocumentError`."""
 
     def __init__(self, path: Path, fmt: str) -> None:
@@ -57,12 +58,6 @@ class ZipPackage:
 
     def close(self) -> None:
         self._zip.close()
-
-    def __enter__(self) -> ZipPackage:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def read(self, name: str, limit: int | None = None) -> bytes:
         """A member's bytes, counted while decompressing: `MemberTooLarge` past `limit` (else

@@ -25,7 +25,7 @@ import resource
 import signal
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import spawn
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -37,12 +37,10 @@ from corpus_pipeline.common.errors import (
     ParseLimitError,
     unexpected_error_message,
 )
-from corpus_pipeline.common.secrets import get_password, set_password
 from corpus_pipeline.common.settings import CorpusSettings
-from corpus_pipeline.contracts import DocumentProfile
-from corpus_pipeline.parsing.pdf.reads import PageReads
 from corpus_pipeline.pipeline import processes
 from corpus_pipeline.pipeline import stages as pipeline
+from corpus_pipeline.profiling import Profiled
 
 logger = logging.getLogger(__name__)
 
@@ -139,18 +137,14 @@ class Outcome:
 @dataclass(frozen=True)
 class Job:
     """Everything the worker needs, absolute paths only (its working directory is the
-    forkserver's). `password` is held in memory only; it is excluded from repr."""
+    forkserver's). The source carries the password (memory only, out of its repr) and the
+    profile's text reads of its sampled pages (`parsing.pdf.reads`), not read again."""
 
     document_id: str
-    source_path: str
-    source_file_name: str
-    profile: DocumentProfile
-    out_dir: str
+    source: Profiled
+    out_dir: Path
     settings: CorpusSettings
-    password: str | None = field(default=None, repr=False)
     address_space_bytes: int = 0
-    # The profile's text reads of its sampled pages (`parsing.pdf.reads`), not read again.
-    page_reads: PageReads | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -164,13 +158,7 @@ class Limits:
 
 
 def run_parse_isolated(
-    document_id: str,
-    source_path: Path,
-    source_file_name: str,
-    profile: DocumentProfile,
-    out_dir: Path,
-    settings: CorpusSettings,
-    prior_reads: PageReads | None = None,
+    document_id: str, source: Profiled, out_dir: Path, settings: CorpusSettings
 ) -> pipeline.ParseOutput:
     """`pipeline.run_parse` in a worker process under the settings' time and memory limits.
 
@@ -178,20 +166,14 @@ def run_parse_isolated(
     `ParseFailedError` for anything unexpected. With `parse_in_process` set, runs in-process.
     """
     if settings.parse_in_process:
-        return pipeline.run_parse(
-            document_id, source_path, source_file_name, profile, out_dir, settings, prior_reads
-        )
+        return pipeline.run_parse(document_id, source, out_dir, settings)
     limits = Limits.of(settings)
     job = Job(
         document_id=document_id,
-        source_path=str(Path(source_path).resolve()),
-        source_file_name=source_file_name,
-        profile=profile,
-        out_dir=str(Path(out_dir).resolve()),
+        source=replace(source, source_path=Path(source.source_path).resolve()),
+        out_dir=Path(out_dir).resolve(),
         settings=settings,
-        password=get_password(document_id),
         address_space_bytes=_address_space_limit(limits.megabytes),
-        page_reads=prior_reads,
     )
     reader, writer = _CONTEXT.Pipe(duplex=False)
     worker = _CONTEXT.Process(
@@ -340,19 +322,9 @@ def _work(job: Job, conn: Connection) -> None:
     _die_with_parent()
     if job.address_space_bytes:
         _limit_address_space(job.address_space_bytes)
-    if job.password is not None:
-        set_password(job.document_id, job.password)
     outcome: Outcome
     try:
-        output = pipeline.run_parse(
-            job.document_id,
-            Path(job.source_path),
-            job.source_file_name,
-            job.profile,
-            Path(job.out_dir),
-            job.settings,
-            job.page_reads,
-        )
+        output = pipeline.run_parse(job.document_id, job.source, job.out_dir, job.settings)
         outcome = Outcome(output=output)
     except CorpusError as exc:
         outcome = Outcome(error=CarriedError.of(exc))

@@ -125,7 +125,7 @@ def run_profile(
     settings: CorpusSettings | None = None,
 ) -> Profiled:
     """Profile a file (with the page reads its parse can use); an encrypted PDF is opened with
-    the document's in-memory password."""
+    the document's in-memory password, which the result carries on to the parse."""
     return profile_source(
         source_path,
         source_file_name,
@@ -135,26 +135,19 @@ def run_profile(
 
 
 def parse_rows(
-    source_path: Path,
-    source_file_name: str,
-    profile: DocumentProfile,
-    workdir: Path,
-    *,
-    settings: CorpusSettings | None = None,
-    password: str | None = None,
-    prior_reads: object | None = None,
+    source: Profiled, workdir: Path, settings: CorpusSettings | None = None
 ) -> ParseContext:
-    """Run the routed parser strategy; rows come back without hierarchy paths. `prior_reads`:
-    what profiling the file read (`Profiled.reads`), so the parser does not read it again."""
-    parser = parser_for(profile)
+    """Run the routed parser strategy; rows come back without hierarchy paths. The parser
+    reuses what profiling the file read (`source.reads`) instead of reading it again."""
+    parser = parser_for(source.profile)
     ctx = ParseContext(
-        source_path=source_path,
-        source_file_name=source_file_name,
-        profile=profile,
+        source_path=source.source_path,
+        source_file_name=source.source_file_name,
+        profile=source.profile,
         workdir=workdir,
         settings=settings,
-        password=password,
-        prior_reads=prior_reads,
+        password=source.password,
+        prior_reads=source.reads,
     )
     parser(ctx)
     return ctx
@@ -167,26 +160,12 @@ def structure_rows(rows: list[ParsedRow]) -> list[ParsedRow]:
 
 
 def run_parse(
-    document_id: str,
-    source_path: Path,
-    source_file_name: str,
-    profile: DocumentProfile,
-    out_dir: Path,
-    settings: CorpusSettings | None = None,
-    prior_reads: object | None = None,
+    document_id: str, source: Profiled, out_dir: Path, settings: CorpusSettings | None = None
 ) -> ParseOutput:
     """Parse, assign the heading hierarchy, and persist the parsed table and heading tree."""
     started = time.perf_counter()
     fresh_dir(out_dir)
-    ctx = parse_rows(
-        source_path,
-        source_file_name,
-        profile,
-        out_dir,
-        settings=settings,
-        password=get_password(document_id),
-        prior_reads=prior_reads,
-    )
+    ctx = parse_rows(source, out_dir, settings)
     rows = structure_rows(ctx.rows)
     if not rows:
         ctx.diagnostics.add("parse", "parse.empty", "the document has no extractable content")
@@ -194,7 +173,7 @@ def run_parse(
     tree = heading_tree(rows)
     write_json(out_dir / "headings.json", HeadingsFile(document_id=document_id, headings=tree))
     headings = [r for r in rows if r.row_type is RowType.HEADING]
-    title = document_title(rows, source_file_name, ctx.declared_title)
+    title = document_title(rows, source.source_file_name, ctx.declared_title)
     return ParseOutput(
         stage_dir=str(out_dir),
         rows_path=str(out_dir / "parsed.parquet"),
@@ -211,7 +190,7 @@ def run_parse(
         declared_date=ctx.declared_date.isoformat() if ctx.declared_date else None,
         page_labels=ctx.page_labels,
         running_text=ctx.running_text,
-        subject=document_subject(rows, source_file_name, title, ctx.running_text),
+        subject=document_subject(rows, source.source_file_name, title, ctx.running_text),
         conversion=ctx.conversion,
     )
 

@@ -10,7 +10,7 @@ import hashlib
 import io
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -50,25 +50,16 @@ def guess_language(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class Profiled:
-    """A file's profile, and what profiling it read that its parse would read again (a PDF's
-    sampled pages): the pipeline hands `reads` to the parse (`ParseContext.prior_reads`)."""
+    """A file as profiling leaves it for its parse: where it is, the name it was delivered
+    under, its profile, what profiling read that the parse would read again (a PDF's sampled
+    pages, `ParseContext.prior_reads`) and the password it was given (memory only, never in
+    the repr). The pipeline's parse stages and the parse worker take this one object."""
 
+    source_path: Path
+    source_file_name: str
     profile: DocumentProfile
-    reads: PageReads | None = None
-
-
-def profile_file(
-    path: Path,
-    source_file_name: str | None = None,
-    *,
-    password: str | None = None,
-    split_pages: int | None = None,
-    settings: CorpusSettings | None = None,
-) -> DocumentProfile:
-    """Sniff, count and route one file (`password` only opens encrypted PDFs, never stored)."""
-    return profile_source(
-        path, source_file_name, password=password, split_pages=split_pages, settings=settings
-    ).profile
+    reads: PageReads | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
 
 
 def profile_source(
@@ -79,7 +70,8 @@ def profile_source(
     split_pages: int | None = None,
     settings: CorpusSettings | None = None,
 ) -> Profiled:
-    """`profile_file`, with the page reads the parse of this file can use."""
+    """Sniff, count and route one file (`.profile`), ready for its parse. `password` only opens
+    an encrypted PDF; it is never stored, only carried on to the parse in memory."""
     data = path.read_bytes()
     name = source_file_name or path.name
     extension = Path(name).suffix.lower().lstrip(".")
@@ -124,7 +116,7 @@ def profile_source(
         **facts,  # type: ignore[arg-type]
     )
     profile = base.model_copy(update={"routing": route(base, sniffed.evidence)})
-    return Profiled(profile, page_reads)
+    return Profiled(path, name, profile, page_reads, password)
 
 
 def _docx_facts(data: bytes) -> dict[str, object]:

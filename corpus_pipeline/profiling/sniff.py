@@ -1,5 +1,7 @@
 """Format sniffing from content. The extension is only a tie-breaker between text formats
-(Markdown vs plain text) and a hint for naming the format of a broken container."""
+(Markdown vs plain text) and a hint for naming the format of a broken container. The media
+type of a format, and the extensions that name a broken container's format, are the
+registry's (`parsing.formats`); images and delimited text are typed by what their bytes say."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 
 from corpus_pipeline.common.errors import ZIP_DAMAGE
 from corpus_pipeline.contracts import FileFormat
+from corpus_pipeline.parsing.formats import EXTENSIONS, MEDIA_TYPES
 
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -21,60 +24,40 @@ _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"MM\x00*", "image/tiff"),
     (b"BM", "image/bmp"),
 )
+# The media type of each parsed format that has one (images and delimited text have several).
+_MEDIA = {fmt: types[0] for fmt, types in MEDIA_TYPES.items() if len(types) == 1}
+# The part an Office Open XML package cannot lack, and so names it.
 _OOXML = {
-    "word/document.xml": (
-        FileFormat.DOCX,
-        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    ),
-    "ppt/presentation.xml": (
-        FileFormat.PPTX,
-        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-    ),
-    "xl/workbook.xml": (
-        FileFormat.XLSX,
-        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    ),
+    "word/document.xml": FileFormat.DOCX,
+    "ppt/presentation.xml": FileFormat.PPTX,
+    "xl/workbook.xml": FileFormat.XLSX,
 }
+# OpenDocument and EPUB packages, by their `mimetype` member: their format's media type.
+_PACKAGES = {
+    FileFormat.ODS: "OpenDocument spreadsheet",
+    FileFormat.ODT: "OpenDocument text",
+    FileFormat.ODP: "OpenDocument presentation",
+    FileFormat.EPUB: "EPUB publication",
+}
+_PACKAGE_TYPES = {_MEDIA[fmt]: (fmt, what) for fmt, what in _PACKAGES.items()}
+# A ZIP or OLE2 container that cannot be read is named by its extension, as the format of
+# that name: the door can then say the .docx (or .doc) is damaged rather than unknown.
 _CONTAINER_EXTENSIONS = {
-    "docx": FileFormat.DOCX,
-    "pptx": FileFormat.PPTX,
-    "xlsx": FileFormat.XLSX,
-    "ods": FileFormat.ODS,
-    "odt": FileFormat.ODT,
-    "odp": FileFormat.ODP,
-    "epub": FileFormat.EPUB,
-}
-_MEDIA = {
-    FileFormat.DOCX: _OOXML["word/document.xml"][1],
-    FileFormat.PPTX: _OOXML["ppt/presentation.xml"][1],
-    FileFormat.XLSX: _OOXML["xl/workbook.xml"][1],
-    FileFormat.ODS: "application/vnd.oasis.opendocument.spreadsheet",
-    FileFormat.ODT: "application/vnd.oasis.opendocument.text",
-    FileFormat.ODP: "application/vnd.oasis.opendocument.presentation",
-    FileFormat.EPUB: "application/epub+zip",
-    FileFormat.RTF: "application/rtf",
-}
-# The `mimetype` member of an OpenDocument or EPUB package names what it is.
-_PACKAGE_TYPES = {
-    _MEDIA[FileFormat.ODS]: (FileFormat.ODS, "OpenDocument spreadsheet"),
-    _MEDIA[FileFormat.ODT]: (FileFormat.ODT, "OpenDocument text"),
-    _MEDIA[FileFormat.ODP]: (FileFormat.ODP, "OpenDocument presentation"),
-    _MEDIA[FileFormat.EPUB]: (FileFormat.EPUB, "EPUB publication"),
+    ext: fmt for fmt in (*_OOXML.values(), *_PACKAGES) for ext in EXTENSIONS[fmt]
 }
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # Root stream of an OLE2 compound file → what the file is; checked in this order. (An Outlook
 # message, .msg, is an OLE2 file too: its root has a `__properties_version1.0` stream.)
-_OLE_STREAMS: dict[str, tuple[FileFormat, str, str]] = {
-    "WordDocument": (FileFormat.DOC, "application/msword", "legacy Word"),
-    "PowerPoint Document": (FileFormat.PPT, "application/vnd.ms-powerpoint", "legacy PowerPoint"),
-    "Workbook": (FileFormat.XLS, "application/vnd.ms-excel", "Excel 97-2003 workbook"),
-    "Book": (FileFormat.XLS, "application/vnd.ms-excel", "Excel 5.0/95 workbook"),
+_OLE_STREAMS: dict[str, tuple[FileFormat, str]] = {
+    "WordDocument": (FileFormat.DOC, "legacy Word"),
+    "PowerPoint Document": (FileFormat.PPT, "legacy PowerPoint"),
+    "Workbook": (FileFormat.XLS, "Excel 97-2003 workbook"),
+    "Book": (FileFormat.XLS, "Excel 5.0/95 workbook"),
 }
 _OLE_EXTENSIONS = {
-    "doc": _OLE_STREAMS["WordDocument"],
-    "ppt": _OLE_STREAMS["PowerPoint Document"],
-    "xls": _OLE_STREAMS["Workbook"],
-    "msg": (FileFormat.MSG, "application/vnd.ms-outlook", "Outlook message"),
+    ext: fmt
+    for fmt in (FileFormat.DOC, FileFormat.PPT, FileFormat.XLS, FileFormat.MSG)
+    for ext in EXTENSIONS[fmt]
 }
 _HTML_START = re.compile(
     rb"^\s*(<\?xml[^>]*>\s*)?(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.I | re.S
@@ -102,6 +85,11 @@ class Sniffed:
     evidence: str
 
 
+def _sniffed(fmt: FileFormat, evidence: str) -> Sniffed:
+    """A format with one media type, found by `evidence`."""
+    return Sniffed(fmt, _MEDIA[fmt], evidence)
+
+
 def decode_text(data: bytes) -> str | None:
     """Decode bytes that look like text (BOMs honoured, UTF-8, then cp1252); None for binary."""
     if data.startswith(b"\xef\xbb\xbf"):
@@ -124,7 +112,7 @@ def sniff_format(data: bytes, extension: str = "") -> Sniffed:
     """Decide the format from the bytes."""
     ext = extension.lower().lstrip(".")
     if data.startswith(b"%PDF-") or b"%PDF-" in data[:1024]:
-        return Sniffed(FileFormat.PDF, "application/pdf", "PDF header")
+        return _sniffed(FileFormat.PDF, "PDF header")
     for magic, media in _IMAGE_MAGIC:
         if data.startswith(magic):
             return Sniffed(FileFormat.IMAGE, media, f"{media} signature")
@@ -133,7 +121,7 @@ def sniff_format(data: bytes, extension: str = "") -> Sniffed:
     if data.startswith(b"PK\x03\x04") or data.startswith(b"PK\x05\x06"):
         return _sniff_zip(data, ext)
     if data[:64].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
-        return Sniffed(FileFormat.RTF, _MEDIA[FileFormat.RTF], "RTF header")
+        return _sniffed(FileFormat.RTF, "RTF header")
     if data.startswith(_OLE_MAGIC):
         return _sniff_ole(data, ext)
     text = decode_text(data)
@@ -150,9 +138,9 @@ def _sniff_zip(data: bytes, ext: str) -> Sniffed:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             names = set(zf.namelist())
-            for member, (fmt, media) in _OOXML.items():
+            for member, fmt in _OOXML.items():
                 if member in names:
-                    return Sniffed(fmt, media, f"ZIP container with {member}")
+                    return _sniffed(fmt, f"ZIP container with {member}")
             if "mimetype" in names:
                 with zf.open("mimetype") as stream:  # a few bytes, whatever it claims
                     mime = stream.read(200).decode("ascii", errors="replace").strip()
@@ -167,9 +155,7 @@ def _sniff_zip(data: bytes, ext: str) -> Sniffed:
     except (*ZIP_DAMAGE, KeyError):
         guessed = _CONTAINER_EXTENSIONS.get(ext)
         if guessed is not None:
-            return Sniffed(
-                guessed, _MEDIA[guessed], f"ZIP signature but unreadable container (.{ext})"
-            )
+            return _sniffed(guessed, f"ZIP signature but unreadable container (.{ext})")
         return Sniffed(FileFormat.UNKNOWN, "application/zip", "unreadable ZIP container")
     return Sniffed(FileFormat.UNKNOWN, "application/zip", "ZIP archive without a document part")
 
@@ -187,15 +173,14 @@ def _sniff_ole(data: bytes, ext: str) -> Sniffed:
     except Exception:  # olefile reports damage as several exception classes
         guessed = _OLE_EXTENSIONS.get(ext)
         if guessed is not None:
-            fmt, media, _ = guessed
-            return Sniffed(fmt, media, f"OLE2 signature but unreadable container (.{ext})")
+            return _sniffed(guessed, f"OLE2 signature but unreadable container (.{ext})")
         return Sniffed(FileFormat.UNKNOWN, "application/x-ole-storage", "unreadable OLE2 container")
     if _is_outlook_message(root):
-        fmt, media, what = _OLE_EXTENSIONS["msg"]
-        return Sniffed(fmt, media, f"OLE2 container with MAPI property streams ({what})")
-    for stream, (fmt, media, what) in _OLE_STREAMS.items():
+        evidence = "OLE2 container with MAPI property streams (Outlook message)"
+        return _sniffed(FileFormat.MSG, evidence)
+    for stream, (fmt, what) in _OLE_STREAMS.items():
         if stream.lower() in root:
-            return Sniffed(fmt, media, f"OLE2 container with a {stream!r} stream ({what})")
+            return _sniffed(fmt, f"OLE2 container with a {stream!r} stream ({what})")
     if ext == "msg":
         evidence = "OLE2 container without the property streams of an Outlook message"
         return Sniffed(FileFormat.UNKNOWN, "application/x-ole-storage", evidence)
@@ -212,26 +197,22 @@ def _is_outlook_message(root: set[str]) -> bool:
 
 def _sniff_text(data: bytes, text: str, ext: str) -> Sniffed:
     if _HTML_START.match(data[:4096]) or (ext in {"html", "htm", "xhtml"} and "<" in text[:4096]):
-        return Sniffed(FileFormat.HTML, "text/html", "HTML markup")
+        return _sniffed(FileFormat.HTML, "HTML markup")
     stripped = text.lstrip()
     if stripped[:1] in "[{" and _is_segments_json(stripped):
-        return Sniffed(FileFormat.SEGMENTS_JSON, "application/json", "JSON list of segments")
+        return _sniffed(FileFormat.SEGMENTS_JSON, "JSON list of segments")
     mail = _sniff_mail(text, ext) if ext not in _MD_EXTENSIONS else None
     if mail is not None:
         return mail
     signals = len(_MD_SIGNAL.findall(text[:65536]))
     if ext in _MD_EXTENSIONS:
-        return Sniffed(
-            FileFormat.MARKDOWN, "text/markdown", f"text, .{ext}, {signals} Markdown signals"
-        )
+        return _sniffed(FileFormat.MARKDOWN, f"text, .{ext}, {signals} Markdown signals")
     delimited = _sniff_delimited(text, ext)
     if delimited is not None:
         return delimited
     if ext not in _TEXT_EXTENSIONS and signals >= 3 and re.search(r"^#{1,6}\s+\S", text, re.M):
-        return Sniffed(
-            FileFormat.MARKDOWN, "text/markdown", f"text with {signals} Markdown signals"
-        )
-    return Sniffed(FileFormat.TEXT, "text/plain", "text without markup")
+        return _sniffed(FileFormat.MARKDOWN, f"text with {signals} Markdown signals")
+    return _sniffed(FileFormat.TEXT, "text without markup")
 
 
 def _sniff_mail(text: str, ext: str) -> Sniffed | None:
@@ -243,12 +224,12 @@ def _sniff_mail(text: str, ext: str) -> Sniffed | None:
         if not _MBOX_FROM.match(first) or len(_header_fields(rest, len(text))) < 2:
             return None
         if ext == "eml":
-            return Sniffed(FileFormat.EML, "message/rfc822", "e-mail with an mbox From line")
+            return _sniffed(FileFormat.EML, "e-mail with an mbox From line")
         return Sniffed(FileFormat.MBOX, "application/mbox", "mbox: From separator, then headers")
     fields = _header_fields(text[:_HEADER_SAMPLE], len(text))
     if len(fields) >= 3 or (ext == "eml" and len(fields) >= 2):
         known = ", ".join(sorted(fields))
-        return Sniffed(FileFormat.EML, "message/rfc822", f"e-mail header fields ({known})")
+        return _sniffed(FileFormat.EML, f"e-mail header fields ({known})")
     return None
 
 

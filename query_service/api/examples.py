@@ -43,6 +43,7 @@ from corpus_pipeline.contracts.artifacts import (
 )
 from corpus_pipeline.contracts.profile import DocumentProfile, FileFormat, RoutingDecision
 from corpus_pipeline.contracts.search import (
+    CitedChunk,
     Location,
     Resource,
     SearchFilters,
@@ -104,6 +105,17 @@ def _location(path: tuple[str, ...], section_id: str) -> Location:
     )
 
 
+# The behaviour passage as every answer cites it: a search result, an agentic result, a read chunk.
+BEHAVIOUR_CITED = CitedChunk(
+    content=BEHAVIOUR_TEXT,
+    chunk_type=ChunkType.TEXT,
+    document_id=DOCUMENT_ID,
+    chunk_id=BEHAVIOUR_CHUNK,
+    source_file_name=FILE_NAME,
+    section_path=list(BEHAVIOUR),
+    section_id="s5",
+    pages=[],
+)
 TABLE_RESOURCE = Resource(
     kind="table",
     document_id=TABLE_DOCUMENT,
@@ -119,14 +131,7 @@ SEARCH_RESPONSE = SearchResponse(
     took_ms=15.6,
     results=[
         SearchResult(
-            content=BEHAVIOUR_TEXT,
-            chunk_type=ChunkType.TEXT,
-            document_id=DOCUMENT_ID,
-            chunk_id=BEHAVIOUR_CHUNK,
-            source_file_name=FILE_NAME,
-            section_path=list(BEHAVIOUR),
-            section_id="s5",
-            pages=[],
+            **BEHAVIOUR_CITED.model_dump(),
             score=0.05698,
             channels={"content": 0, "term": 1},
             occurrences=[_location(BEHAVIOUR, "s5")],
@@ -163,14 +168,7 @@ AGENTIC_RESPONSE = AgenticResponse(
     f"{BEHAVIOUR_BODY}\n[chunk {BEHAVIOUR_CHUNK}]",
     results=[
         AgenticResult(
-            content=BEHAVIOUR_TEXT,
-            chunk_type=ChunkType.TEXT,
-            document_id=DOCUMENT_ID,
-            chunk_id=BEHAVIOUR_CHUNK,
-            source_file_name=FILE_NAME,
-            section_path=list(BEHAVIOUR),
-            section_id="s5",
-            pages=[],
+            **BEHAVIOUR_CITED.model_dump(),
             agent_score=3.0,
             discovery_score=0.05698,
             step_id="s1",
@@ -208,18 +206,7 @@ READ_RESPONSE = ReadResponse(
         ReadItem(
             ref=ReadRef(chunk_id=BEHAVIOUR_CHUNK),
             status="ok",
-            chunks=[
-                ReadChunk(
-                    chunk_id=BEHAVIOUR_CHUNK,
-                    chunk_type=ChunkType.TEXT,
-                    document_id=DOCUMENT_ID,
-                    source_file_name=FILE_NAME,
-                    section_path=list(BEHAVIOUR),
-                    section_id="s5",
-                    pages=[],
-                    content=BEHAVIOUR_TEXT,
-                )
-            ],
+            chunks=[ReadChunk(**BEHAVIOUR_CITED.model_dump())],
         ),
         ReadItem(
             ref=ReadRef(chunk_id="c00000000000000000000000000000000"),
@@ -246,44 +233,46 @@ SUMMARY = DocumentSummary(
 DOCUMENT_LIST = DocumentList(
     namespace="default", revision=1, total=5, offset=0, limit=1, items=[SUMMARY]
 )
+
+
+def _section(
+    section_id: str, path: tuple[str, ...], summary: str, chunk_count: int, *children: SectionNode
+) -> SectionNode:
+    """A node of the sample's section tree: its title and level follow from its path."""
+    return SectionNode(
+        section_id=section_id,
+        title=path[-1],
+        path=list(path),
+        level=len(path),
+        summary=summary,
+        chunk_count=chunk_count,
+        children=list(children),
+    )
+
+
 SECTIONS = [
-    SectionNode(
-        section_id="s0",
-        title=TITLE,
-        path=[TITLE],
-        level=1,
-        summary="Sections: 1. Observation site; 2. Species counted",
-        chunk_count=0,
-        children=[
-            SectionNode(
-                section_id="s3",
-                title=SPECIES[1],
-                path=list(SPECIES),
-                level=2,
-                summary="Mallards were the most common species, followed by tufted ducks.",
-                chunk_count=1,
-                children=[
-                    SectionNode(
-                        section_id="s5",
-                        title=BEHAVIOUR[2],
-                        path=list(BEHAVIOUR),
-                        level=3,
-                        summary="Most mallards were dabbling; tufted ducks dived further out.",
-                        chunk_count=1,
-                    )
-                ],
-            )
-        ],
+    _section(
+        "s0",
+        (TITLE,),
+        "Sections: 1. Observation site; 2. Species counted",
+        0,
+        _section(
+            "s3",
+            SPECIES,
+            "Mallards were the most common species, followed by tufted ducks.",
+            1,
+            _section(
+                "s5", BEHAVIOUR, "Most mallards were dabbling; tufted ducks dived further out.", 1
+            ),
+        ),
     )
 ]
 DOCUMENT_DETAIL = DocumentDetail(
     revision=1,
     document=SUMMARY,
     manifest=Manifest(
-        document_id=DOCUMENT_ID,
-        namespace="default",
-        source_file_name=FILE_NAME,
-        title=TITLE,
+        # The manifest describes the summary's document: the same identity.
+        **SUMMARY.model_dump(include={"document_id", "namespace", "source_file_name", "title"}),
         document_date="2024-04-12",
         document_date_source="upload",
         source=SourceInfo(

@@ -31,6 +31,7 @@ import openai
 from openai.types import CompletionUsage
 from openai.types.chat import ChatCompletionMessageParam
 
+from corpus_pipeline.common.closing import Closing
 from corpus_pipeline.common.keypool import KeyPool, KeysExhausted, retry_after
 from corpus_pipeline.enrich.tokens import count_tokens
 
@@ -165,7 +166,7 @@ def _usage(reported: CompletionUsage) -> Usage:
     return Usage(prompt, done, reported.total_tokens or prompt + done)
 
 
-class LLMClient:
+class LLMClient(Closing):
     """Thread-safe chat client over several API keys of one OpenAI-compatible endpoint."""
 
     def __init__(
@@ -200,12 +201,6 @@ class LLMClient:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> LLMClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.config.model!r}, keys={len(self._pool)})"

@@ -37,6 +37,10 @@ from query_service.snapshot.revision import Revision
 from query_service.snapshot.sections import SectionCache, SectionPath, Sid
 from query_service.snapshot.store import render_chunk
 
+# The fields of an agentic request that bound every step's discovery alike (where it searches,
+# what it leaves out); a step sets only its own query, depth and chunk types.
+_SCOPE = {"namespace", "exclude_document_ids", "exclude_section_paths", "filters"}
+
 
 def run_step(
     revision: Revision,
@@ -85,13 +89,10 @@ def discover(
     discovery = classic_search(
         revision,
         SearchRequest(
+            **request.model_dump(include=_SCOPE),
             query=step.query,
-            namespace=request.namespace,
             top_k=step.top_k,
             chunk_types=sorted(allowed),
-            exclude_document_ids=request.exclude_document_ids,
-            exclude_section_paths=request.exclude_section_paths,
-            filters=request.filters,
         ),
     )
     return discovery.results

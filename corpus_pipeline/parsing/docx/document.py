@@ -43,7 +43,7 @@ class BodyWalker:
             name = local_name(child)
             ns = namespace(child)
             if ns == MC_NS and name == "AlternateContent":
-                choice = child.find(f"{{{MC_NS}}}Choice")
+                choice = child.find(MC_NS("Choice"))
                 if choice is not None:
                     self.blocks(choice, loc, in_toc)
                 continue

@@ -8,22 +8,24 @@ from collections.abc import Iterator
 
 from lxml import etree
 
-W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-R_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-WP_NS = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
-A_NS = "http://schemas.openxmlformats.org/drawingml/2006/main"
-PIC_NS = "http://schemas.openxmlformats.org/drawingml/2006/picture"
-V_NS = "urn:schemas-microsoft-com:vml"
-O_NS = "urn:schemas-microsoft-com:office:office"
-MC_NS = "http://schemas.openxmlformats.org/markup-compatibility/2006"
-M_NS = "http://schemas.openxmlformats.org/officeDocument/2006/math"
+from corpus_pipeline.common.xmlnames import Namespace
+
+W_NS = Namespace("http://schemas.openxmlformats.org/wordprocessingml/2006/main")
+R_NS = Namespace("http://schemas.openxmlformats.org/officeDocument/2006/relationships")
+WP_NS = Namespace("http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing")
+A_NS = Namespace("http://schemas.openxmlformats.org/drawingml/2006/main")
+PIC_NS = Namespace("http://schemas.openxmlformats.org/drawingml/2006/picture")
+V_NS = Namespace("urn:schemas-microsoft-com:vml")
+O_NS = Namespace("urn:schemas-microsoft-com:office:office")
+MC_NS = Namespace("http://schemas.openxmlformats.org/markup-compatibility/2006")
+M_NS = Namespace("http://schemas.openxmlformats.org/officeDocument/2006/math")
 
 RT_STYLES = "/styles"
 RT_NUMBERING = "/numbering"
 
 
-def w(name: str) -> str:
-    return f"{{{W_NS}}}{name}"
+# `w("p")`: the `{…}p` tag of WordprocessingML, the namespace nearly every name is in.
+w = W_NS
 
 
 def local_name(el: etree._Element) -> str:

@@ -109,7 +109,7 @@ class DocxReader:
             ns = namespace(child)
             if ns == MC_NS:
                 if name == "AlternateContent":
-                    choice = child.find(f"{{{MC_NS}}}Choice")
+                    choice = child.find(MC_NS("Choice"))
                     if choice is not None:
                         self._walk_inline(choice, out)
                 continue
@@ -171,7 +171,7 @@ class DocxReader:
                 out.links.append((fld.result_start, out.length, target))
 
     def _hyperlink_target(self, el: etree._Element) -> str | None:
-        rel_id = el.get(f"{{{R_NS}}}id")
+        rel_id = el.get(R_NS("id"))
         anchor = el.get(w("anchor"))
         url = self.link_target(rel_id) if rel_id else None
         if url and anchor:
@@ -192,28 +192,26 @@ class DocxReader:
                 continue
             child_alt = alt
             if ns == WP_NS and name in ("inline", "anchor"):
-                doc_pr = child.find(f"{{{WP_NS}}}docPr")
+                doc_pr = child.find(WP_NS("docPr"))
                 if doc_pr is not None:
                     child_alt = doc_pr.get("descr") or doc_pr.get("title") or ""
             elif ns == PIC_NS and name == "pic" and not alt:
-                c_nv = child.find(f"{{{PIC_NS}}}nvPicPr/{{{PIC_NS}}}cNvPr")
+                c_nv = child.find(f"{PIC_NS('nvPicPr')}/{PIC_NS('cNvPr')}")
                 if c_nv is not None:
                     child_alt = c_nv.get("descr") or c_nv.get("title") or ""
             elif ns == V_NS and name == "shape":
                 child_alt = alt or child.get("alt") or ""
             if ns == A_NS and name == "blip":
-                rel_id = child.get(f"{{{R_NS}}}embed")
+                rel_id = child.get(R_NS("embed"))
                 if rel_id:
                     out.images.append(ImageRef(rel_id, child_alt))
-                elif child.get(f"{{{R_NS}}}link"):
+                elif child.get(R_NS("link")):
                     self.ctx.diagnostics.add("parse", "image.linked", "linked image skipped")
                 continue
             if ns == V_NS and name == "imagedata":
-                rel_id = child.get(f"{{{R_NS}}}id")
+                rel_id = child.get(R_NS("id"))
                 if rel_id:
-                    out.images.append(
-                        ImageRef(rel_id, child_alt or child.get(f"{{{O_NS}}}title") or "")
-                    )
+                    out.images.append(ImageRef(rel_id, child_alt or child.get(O_NS("title")) or ""))
                 continue
             self._graphics(child, out, child_alt)
 

@@ -1,8 +1,9 @@
 """E-mail strategies: `.eml` (RFC 5322, the standard library's `email` with its `default`
-policy) and Outlook `.msg` (`extract-msg`), read into one `MailMessage` and rendered alike
-(`render`): the subject as title and top heading, the sending date as the document's date,
-From/To/Cc/Date/Subject/Message-ID as the first paragraph, the body (HTML through the HTML
-parser), quoted replies as sections of their own, and a list of the attachments.
+policy) and Outlook `.msg` (MS-OXMSG on `olefile`, `oxmsg`), read into one `MailMessage` and
+rendered alike (`render`): the subject as title and top heading, the sending date as the
+document's date, From/To/Cc/Date/Subject/Message-ID as the first paragraph, the body (HTML
+through the HTML parser), quoted replies as sections of their own, and a list of the
+attachments.
 
 An `.mbox` never reaches a parser: the door splits it into one `.eml` document per message,
 and stores each attachment as a document of its own linked to its message (`intake.mail`).

@@ -12,6 +12,7 @@ content id (`cid:`) come from the message's own parts.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 
 from corpus_pipeline.contracts import LinkSpan, ParsedRow, RowType
@@ -48,14 +49,8 @@ def _emit_html_body(ctx: ParseContext, message: MailMessage) -> bool:
     """The HTML body through the HTML parser; its rows from the first one that opens quoted
     text go under a section of their own. False when it shows nothing."""
     html = _CID_SRC.sub(lambda m: m.group(1) + _data_uri(message, m.group(2)), message.html or "")
-    scratch = ParseContext(
-        source_path=ctx.source_path,
-        source_file_name=ctx.source_file_name,
-        profile=ctx.profile,
-        workdir=ctx.workdir,
-        diagnostics=ctx.diagnostics,
-        settings=ctx.settings,
-    )
+    # The message's context with rows of its own, to cut at the quote before they are emitted.
+    scratch = dataclasses.replace(ctx, rows=[])
     scratch.resources = ctx.resources  # tables and images numbered with the message's own
     emit_html_fragment(scratch, html, "html body")
     rows = scratch.rows

@@ -16,13 +16,12 @@ from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import Locator, ParseContext
 from corpus_pipeline.parsing.docx.inline import normalise
 from corpus_pipeline.parsing.odf.inline import read_inline
-from corpus_pipeline.parsing.odf.names import DRAW, OFFICE, draw, int_attr, table, text
+from corpus_pipeline.parsing.odf.names import draw, int_attr, office, table, text
 from corpus_pipeline.parsing.odf.package import (
     OdfDocument,
-    body,
     emit_frame_image,
     is_object_frame,
-    open_document,
+    read_body,
 )
 from corpus_pipeline.parsing.odf.tables import table_grid
 
@@ -42,7 +41,7 @@ _NOT_CONTENT = frozenset(
                             "index-title-template", "bookmark", "bookmark-start", "bookmark-end")),
         *(table(n) for n in ("calculation-settings", "content-validations", "label-ranges",
                              "named-expressions", "database-ranges")),
-        f"{{{OFFICE}}}forms",
+        office("forms"),
     }
 )  # fmt: skip
 
@@ -90,7 +89,7 @@ class TextWalker:
                 index_body = child.find(text("index-body"))
                 if index_body is not None:
                     self.blocks(index_body, Locator(loc.next("index")), RowType.TOC)
-            elif tag.startswith(f"{{{DRAW}}}"):
+            elif draw.owns(tag):
                 self.drawing(child, loc.next("frame"), kind)
             else:  # sections, index titles, change regions: containers of blocks
                 self.blocks(child, Locator(loc.next(etree.QName(child).localname)), kind)
@@ -168,12 +167,8 @@ class TextWalker:
 
 def parse_odt(ctx: ParseContext) -> None:
     """Emit an OpenDocument text's blocks in source order (see the module docstring)."""
-    doc = open_document(ctx, "odt", "document")
-    try:
-        root = body(doc, "text")
-        if root is None:
-            ctx.diagnostics.add("parse", "document.empty", "no text body", level="error")
-            return
+
+    def read(doc: OdfDocument, root: etree._Element) -> None:
         TextWalker(ctx, doc, root).blocks(root, Locator("text"), RowType.PARAGRAPH)
-    finally:
-        doc.package.close()
+
+    read_body(ctx, "odt", "document", "text", read)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from corpus_pipeline.parsing.odf.names import DC, DRAW, OFFICE, XLINK, draw, int_attr, text
+from corpus_pipeline.parsing.odf.names import dc, draw, int_attr, office, text, xlink
 
 # Empty markers and declarations: nothing of them is read (their tails are).
 _SKIPPED = frozenset(
@@ -22,7 +22,7 @@ _SKIPPED = frozenset(
         "reference-mark-start", "reference-mark-end", "change", "change-start", "change-end",
         "alphabetical-index-mark", "toc-mark", "user-index-mark", "note-citation",
     )
-) | {f"{{{OFFICE}}}annotation-end"}  # fmt: skip
+) | {office("annotation-end")}  # fmt: skip
 _DRAWINGS = frozenset(
     draw(n)
     for n in (
@@ -32,7 +32,7 @@ _DRAWINGS = frozenset(
 )  # fmt: skip
 
 
-_ANCHORED = frozenset({text("note-body"), f"{{{OFFICE}}}annotation"})
+_ANCHORED = frozenset({text("note-body"), office("annotation")})
 
 
 @dataclass(frozen=True)
@@ -128,13 +128,13 @@ def _child(child: etree._Element, out: Inline) -> None:
     elif tag == text("a"):
         start = out.length
         _walk(child, out)
-        href = (child.get(f"{{{XLINK}}}href") or "").strip()
+        href = (child.get(xlink("href")) or "").strip()
         if href and out.length > start:
             out.links.append((start, out.length, href))
     elif tag == text("note"):
         _note(child, out)
-    elif tag == f"{{{OFFICE}}}annotation":
-        author = " ".join((child.findtext(f"{{{DC}}}creator") or "").split())
+    elif tag == office("annotation"):
+        author = " ".join((child.findtext(dc("creator")) or "").split())
         body = plain_text(child).replace("\n", " ")
         if body:
             out.comments.append((author, body))
@@ -151,7 +151,7 @@ def _child(child: etree._Element, out: Inline) -> None:
         out.boxes.append(child)
     elif tag == draw("a"):
         _walk(child, out)
-    elif not str(tag).startswith(f"{{{DRAW}}}"):
+    elif not draw.owns(tag):
         _walk(child, out)  # spans, fields, ruby, meta: their text is the paragraph's
 
 

@@ -4,14 +4,14 @@ captions and hidden slides, the metadata it declares, and its pictures.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from lxml import etree
 
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.dates import iso_date
-from corpus_pipeline.parsing.odf.names import DC, META, PRESENTATION, XLINK, draw, office, style
+from corpus_pipeline.parsing.odf.names import dc, draw, meta, office, presentation, style, xlink
 from corpus_pipeline.parsing.odf.names import svg as svg_name
 from corpus_pipeline.parsing.zipped import ZipPackage
 
@@ -41,7 +41,7 @@ class Styles:
                 if not name:
                     continue
                 page = el.find(style("drawing-page-properties"))
-                visibility = page.get(f"{{{PRESENTATION}}}visibility") if page is not None else None
+                visibility = page.get(presentation("visibility")) if page is not None else None
                 self._styles[name] = _Style(
                     parent=el.get(style("parent-style-name")),
                     outline_level=el.get(style("default-outline-level")),
@@ -97,11 +97,11 @@ def open_document(ctx: ParseContext, fmt: str, what: str) -> OdfDocument:
     return OdfDocument(package, content, Styles(content, styles_root))
 
 
-def declare_meta(ctx: ParseContext, meta: etree._Element) -> None:
+def declare_meta(ctx: ParseContext, part: etree._Element) -> None:
     """dc:title as the declared title; the creation date, else the last-saved date (dc:date)."""
-    title = " ".join((meta.findtext(f".//{{{DC}}}title") or "").split())
+    title = " ".join((part.findtext(f".//{dc('title')}") or "").split())
     ctx.declared_title = title or None
-    for stamp in (meta.findtext(f".//{{{META}}}creation-date"), meta.findtext(f".//{{{DC}}}date")):
+    for stamp in (part.findtext(f".//{meta('creation-date')}"), part.findtext(f".//{dc('date')}")):
         day = iso_date(stamp)
         if day is not None:
             ctx.declared_date = day
@@ -126,7 +126,7 @@ def emit_frame_image(
 ) -> None:
     """Store the picture of a `draw:frame` (its raster version when it has several) with its
     alt text; a linked or missing picture is recorded as lost."""
-    hrefs = [i.get(f"{{{XLINK}}}href") or "" for i in frame.iterchildren(draw("image"))]
+    hrefs = [i.get(xlink("href")) or "" for i in frame.iterchildren(draw("image"))]
     if not hrefs:
         return
     hrefs.sort(key=lambda h: h.lower().endswith(_VECTOR))
@@ -153,6 +153,20 @@ def is_object_frame(frame: etree._Element) -> bool:
     return frame.find(draw("object")) is not None or frame.find(draw("object-ole")) is not None
 
 
-def body(doc: OdfDocument, kind: str) -> etree._Element | None:
-    """`office:body/office:<kind>` (text, presentation)."""
-    return doc.content.find(f"{office('body')}/{office(kind)}")
+def read_body(
+    ctx: ParseContext,
+    fmt: str,
+    what: str,
+    kind: str,
+    read: Callable[[OdfDocument, etree._Element], None],
+) -> None:
+    """Open the document (`open_document`) and hand its `office:body/office:<kind>` (text,
+    presentation) to `read`; a document without one is an empty parse, an error. The package is
+    closed however the reading ends."""
+    doc = open_document(ctx, fmt, what)
+    with doc.package:
+        root = doc.content.find(f"{office('body')}/{office(kind)}")
+        if root is None:
+            ctx.diagnostics.add("parse", "document.empty", f"no {kind} body", level="error")
+            return
+        read(doc, root)

@@ -19,16 +19,8 @@ from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.odf.document import TextWalker
 from corpus_pipeline.parsing.odf.inline import plain_text
-from corpus_pipeline.parsing.odf.names import (
-    DC,
-    DRAW,
-    OFFICE,
-    draw,
-    presentation,
-    svg,
-    table,
-)
-from corpus_pipeline.parsing.odf.package import OdfDocument, body, open_document
+from corpus_pipeline.parsing.odf.names import dc, draw, office, presentation, svg, table
+from corpus_pipeline.parsing.odf.package import OdfDocument, read_body
 
 _AUTOMATIC_NAME = re.compile(r"(page|slide|folie|diapositive)\s*\d+", re.IGNORECASE)
 _TO_CM = {"cm": 1.0, "mm": 0.1, "in": 2.54, "pt": 2.54 / 72, "pc": 2.54 / 6, "px": 2.54 / 96}
@@ -41,20 +33,16 @@ SAME_LINE_CM = 0.635
 
 def parse_odp(ctx: ParseContext) -> None:
     """Emit an OpenDocument presentation's slides (see the module docstring)."""
-    doc = open_document(ctx, "odp", "presentation")
-    try:
-        root = body(doc, "presentation")
-        if root is None:
-            ctx.diagnostics.add("parse", "document.empty", "no presentation body", level="error")
-            return
+
+    def read(doc: OdfDocument, root: etree._Element) -> None:
         for number, page in enumerate(root.iterchildren(draw("page")), start=1):
             if doc.styles.hidden(page.get(draw("style-name"))):
                 ctx.diagnostics.add("parse", "slide.hidden", f"slide {number} is hidden; skipped")
                 continue
             with ctx.part("slide", f"slide {number} could not be read; skipped", page=number):
                 _slide(ctx, doc, page, number)
-    finally:
-        doc.package.close()
+
+    read_body(ctx, "odp", "presentation", "presentation", read)
 
 
 def _slide(ctx: ParseContext, doc: OdfDocument, page: etree._Element, number: int) -> None:
@@ -93,8 +81,8 @@ def _slide(ctx: ParseContext, doc: OdfDocument, page: etree._Element, number: in
         if text:
             where = f"slide {number} notes"
             ctx.emit(RowType.PARAGRAPH, f"Speaker notes: {text}", where, page_numbers=pages)
-    for comment in page.iterchildren(f"{{{OFFICE}}}annotation"):
-        author = " ".join((comment.findtext(f"{{{DC}}}creator") or "").split())
+    for comment in page.iterchildren(office("annotation")):
+        author = " ".join((comment.findtext(dc("creator")) or "").split())
         text = plain_text(comment).replace("\n", " ")
         if text:
             by = f" by {author}" if author else ""
@@ -112,11 +100,7 @@ def _shape(walker: TextWalker, shape: etree._Element, where: str) -> None:
 
 def _reading_order(container: etree._Element) -> Iterator[etree._Element]:
     """Shapes top to bottom, those on one line left to right; groups recursively."""
-    shapes = [
-        s
-        for s in container.iterchildren()
-        if isinstance(s.tag, str) and s.tag.startswith(f"{{{DRAW}}}")
-    ]
+    shapes = [s for s in container.iterchildren() if draw.owns(s.tag)]
     by_top = sorted(shapes, key=_position)
     lines: list[list[etree._Element]] = []
     for shape in by_top:
