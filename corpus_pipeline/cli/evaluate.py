@@ -18,7 +18,7 @@ import click
 from rich.progress import Progress
 from rich.table import Table
 
-from corpus_pipeline.cli.options import mode_options, namespace_option
+from corpus_pipeline.cli.options import FILE, FOLDER, mode_options, namespace_option
 from corpus_pipeline.cli.output import console, err_console, fail, read_settings
 from corpus_pipeline.common.settings import CorpusSettings
 
@@ -172,45 +172,37 @@ def _compare(a: Path, b: Path) -> None:
 
 
 @click.command("eval")
-@click.argument("questions", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("questions", required=False, type=FILE)
 @namespace_option("Namespace asked (default CORPUS_NAMESPACE).")
 @mode_options
 @click.option("--top-k", "-k", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.option(
     "--baseline",
     type=click.Choice(["naive-bm25"]),
-    default=None,
     help="Also run the naive floor on the same questions.",
 )
 @click.option(
     "--docs",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
+    type=FOLDER,
     help="Folder of the documents the floor reads (default: the namespace's stored sources).",
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
+    type=FOLDER,
     help="Folder for results.json, report.md and plots (default $CORPUS_HOME/eval/…).",
 )
 @click.option(
     "--url",
     envvar="CORPUS_QUERY_URL",
-    default=None,
     help="A running query service to ask over HTTP (default: in-process).",
 )
 @click.option(
-    "--api-key-file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="File holding the API key for --url (default CORPUS_API_KEY).",
+    "--api-key-file", type=FILE, help="File holding the API key for --url (default CORPUS_API_KEY)."
 )
 @click.option(
     "--compare",
     nargs=2,
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
+    type=FILE,
     help="Compare two results.json files instead of running: A B.",
 )
 def eval_command(

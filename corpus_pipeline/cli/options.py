@@ -5,11 +5,16 @@ for it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import click
 
 F = TypeVar("F", bound=Callable[..., object])
+
+# Path parameters, given to the command as `Path`s: a file, or a folder.
+FILE = click.Path(path_type=Path, dir_okay=False)
+FOLDER = click.Path(path_type=Path, file_okay=False)
 
 
 def namespace_option(help: str) -> Callable[[F], F]:

@@ -341,26 +341,8 @@ OUTLINE = Outline(
     document_id=DOCUMENT_ID,
     title=TITLE,
     source_file_name=FILE_NAME,
-    sections=[
-        OutlineSection(
-            section_id=node.section_id,
-            title=node.title,
-            path=node.path,
-            level=node.level,
-            summary=node.summary,
-            children=[
-                OutlineSection(
-                    section_id=child.section_id,
-                    title=child.title,
-                    path=child.path,
-                    level=child.level,
-                    summary=child.summary,
-                )
-                for child in node.children
-            ],
-        )
-        for node in SECTIONS
-    ],
+    # The whole tree, as the service answers it (an outline section reads as the nav's).
+    sections=[OutlineSection.model_validate(node, from_attributes=True) for node in SECTIONS],
 )
 NEIGHBORS = Neighbors(
     revision=1,

@@ -137,12 +137,13 @@ def _understand(
     type_filter: tantivy.Query | None,
 ) -> _Question:
     query_text, fixes = spelled(revision.searcher, search_text(request.query))
+
+    def used(channel: str, field: str | None = None) -> bool:
+        """Whether the request weighs `channel` (and the revision indexed the field it reads)."""
+        return weights.get(channel, 0) > 0 and (field is None or field in revision.fields)
+
     routing = _routing(revision, query_text, weights)
-    expansion = (
-        expand(query_text)
-        if weights.get("statement", 0) > 0 and ch.F_STATEMENT in revision.fields
-        else None
-    )
+    expansion = expand(query_text) if used("statement", ch.F_STATEMENT) else None
     if routing and not (routing.period or expansion or REPORTS.search(query_text)):
         # An issuer named without a period, a measure or a report is as often a topic
         # ("Amazon-related datasets") as the document asked about: no prior.
@@ -150,41 +151,25 @@ def _understand(
     if routing.certain:
         # The question names its issuers and their periods: search keeps to those filings.
         type_filter = and_(type_filter, documents_filter(routing.documents))
-    terms = {
-        channel: shape_query(channel, query_text)
-        for channel in CHANNELS
-        if weights.get(channel, 0) > 0 and channel in ch.CHANNEL_FIELDS
-    }
     older = superseded_documents(revision) if asks_for_latest(query_text) else frozenset()
-    vectors = (
-        query_vector(revision, query_text)
-        if weights.get("dense", 0) > 0 or weights.get("rerank", 0) > 0
-        else None
-    )
-    dense: list[tuple[str, float]] = []
-    if vectors is not None and weights.get("dense", 0) > 0:
-        dense = vectors[0].rank(vectors[1], DENSE_DEPTH)
+    vectors = query_vector(revision, query_text) if used("dense") or used("rerank") else None
     return _Question(
         text=query_text,
         fixes=fixes,
         type_filter=type_filter,
         routing=routing,
         expansion=expansion,
-        terms=terms,
+        terms={
+            channel: shape_query(channel, query_text)
+            for channel in CHANNELS
+            if used(channel) and channel in ch.CHANNEL_FIELDS
+        },
         labels=label_phrases(query_text),
-        pages=(
-            page_references(query_text)
-            if weights.get("page", 0) > 0 and ch.F_PAGE in revision.fields
-            else NO_PAGES
-        ),
-        parts=(
-            ch.parts_named(query_text)
-            if weights.get("part", 0) > 0 and ch.F_PART in revision.fields
-            else []
-        ),
+        pages=page_references(query_text) if used("page", ch.F_PAGE) else NO_PAGES,
+        parts=ch.parts_named(query_text) if used("part", ch.F_PART) else [],
         older=older,
-        rerank=vectors if weights.get("rerank", 0) > 0 else None,
-        dense=dense,
+        rerank=vectors if used("rerank") else None,
+        dense=vectors[0].rank(vectors[1], DENSE_DEPTH) if vectors and used("dense") else [],
         documents=_named_documents(revision, query_text, weights, routing, older),
     )
 
