@@ -53,7 +53,7 @@ from benchmarks.harness import (
     log,
     nearest_rank,
     post_search,
-    reading_order,
+    primary_answer,
     realworld_questions,
     result_line,
     score_pages,
@@ -311,7 +311,7 @@ def _agentic(client: httpx.Client, query: str) -> list[Row]:
         mode="agentic", query=query, namespace=NAMESPACE, token_budget=AGENTIC_BUDGET
     )
     payload = post_search(client, request.model_dump(mode="json"))
-    return reading_order(AgenticResponse.model_validate(payload))
+    return primary_answer(AgenticResponse.model_validate(payload))
 
 
 MODES: dict[str, Callable[[httpx.Client, str], list[Row]]] = {

@@ -5,9 +5,8 @@ All 117 PDFs of `../shared/realworld/docs` go into ONE namespace through `corpus
 document that fails stays in the question set, its questions are misses. The 199 questions
 (`questions.jsonl`) and the 100 financial-metric questions (`finance_questions.jsonl`) then go
 to `corpus serve` over HTTP (`POST /v1/search`) as an agent sends them: classic
-(top 10) and agentic (8k token budget). Agentic results are scored in the order the
-agent reads them: the chunks in `evidence_text` order (document by document, sections in
-document order), then the fallback results it was pointed to. Scoring is the set's own
+(top 10) and agentic (8k token budget). Agentic search is scored as an agent reads it: its
+primary answer alone, the `results` in order (each passage's pages). Scoring is the set's own
 `score_pages.py` (page-hit@1/5/10, MRR@10, doc-hit@10; overall, per doc_type, per evidence kind).
 
 Beside it, in the same run:
@@ -56,7 +55,7 @@ from benchmarks.harness import (
     log,
     nearest_rank,
     post_search,
-    reading_order,
+    primary_answer,
     realworld_questions,
     result_line,
     score_pages,
@@ -155,7 +154,7 @@ def agentic(client: httpx.Client, questions: Sequence[Row]) -> tuple[list[Row], 
         payload = post_search(client, request.model_dump(mode="json"))
         took.append((time.perf_counter() - started) * 1000)
         response = AgenticResponse.model_validate(payload)
-        lines.append({"id": q["id"], "results": reading_order(response)})
+        lines.append({"id": q["id"], "results": primary_answer(response)})
     return lines, took
 
 

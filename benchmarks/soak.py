@@ -297,6 +297,14 @@ def run_soak(config: SoakConfig, home: Path | None = None) -> dict[str, Any]:
             events["key_revoked"] = revoked - started
 
             at(1.0)
+            # On a busy machine the run may reach its end before the victim asked again after
+            # the revocation: wait for that event (bounded), not for the clock.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                with tally.lock:
+                    if any(t >= revoked and s == 401 for t, s in tally.victim):
+                        break
+                time.sleep(0.1)
             stop.set()
             for thread in threads:
                 thread.join(timeout=90)

@@ -297,8 +297,10 @@ def test_agentic_mode_returns_cited_evidence_within_the_budget(service):
     assert response.status_code == 200
     body = response.json()
     assert body["mode"] == "agentic" and body["answer_text"] == ""
-    assert "mussels" in body["evidence_text"] and "# ducks.md" in body["evidence_text"]
-    assert body["results"][0]["agent_score"] > 0 and body["plan"][0]["status"] == "done"
+    assert body["evidence_text"].startswith("[1] ducks.md · Ducks > Diving\n")
+    first = body["results"][0]
+    assert "mussels" in body["evidence_text"][first["span"][0] : first["span"][1]]
+    assert first["score"] > 0 and body["plan"][0]["status"] == "done"
     assert count_tokens(response.text) <= 2000 and body["budget"]["used"] <= 2000
     small = client(service).post(
         "/v1/search", json={"mode": "agentic", "query": "x", "token_budget": 5}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import date
@@ -18,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
 from corpus_pipeline.common.settings import CorpusSettings, load_settings
+from corpus_pipeline.enrich.tokens import count_tokens
 from query_service.config import ServiceSettings
 
 from .http_service import child_pids, running_service, served_by_cli, write_api_keys
@@ -105,7 +107,11 @@ def test_search_outline_read_and_list_documents_over_streamable_http(service: st
             await client.call_tool("search", {"query": "tufted ducks dive", "top_k": 3})
         )
         top = found["results"][0]
-        assert top["content"] == "Ducks\n\nDiving\n\nTufted ducks dive for mussels."
+        start, end = top["span"]
+        assert (
+            found["evidence_text"][start:end] == "Ducks\n\nDiving\n\nTufted ducks dive for mussels."
+        )
+        assert "content" not in top and found["answer_text"] == ""
         assert top["source_file_name"] == "ducks.md"
         assert top["section_path"] == ["Ducks", "Diving"]
         assert top["chunk_id"] and top["document_id"]
@@ -140,6 +146,48 @@ def test_search_outline_read_and_list_documents_over_streamable_http(service: st
         assert {d["source_file_name"] for d in everything["items"]} == {"ducks.md", "swans.md"}
         team = structured(await client.call_tool("list_documents", {"namespace": "team"}))
         assert [d["source_file_name"] for d in team["items"]] == ["geese.md"]
+
+    run_with_client(service, "alice-key", body)
+
+
+def tool_text(result: CallToolResult) -> str:
+    assert not result.is_error, result.content
+    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def test_search_tools_answer_in_the_lean_shape_each_text_once(service: str) -> None:
+    """Both search tools answer as `POST /v1/search` agentic does: the passages' text once, in
+    `evidence_text`, citations without content; the text the client reads is compact JSON."""
+
+    async def body(client: Client) -> None:
+        for tool, arguments in (
+            ("search", {"query": "tufted ducks dive", "top_k": 3}),
+            ("agentic_search", {"query": "tufted ducks dive", "token_budget": 2000}),
+        ):
+            result = await client.call_tool(tool, arguments)
+            text = tool_text(result)
+            assert json.loads(text) == structured(result)
+            assert "\n  " not in text  # not indented
+            found = structured(result)
+            assert found["results"], tool
+            passage = found["evidence_text"][slice(*found["results"][0]["span"])]
+            assert "Tufted ducks dive for mussels." in passage
+            assert text.count("Tufted ducks dive for mussels.") == 1
+            assert all("content" not in r and "occurrences" not in r for r in found["results"])
+
+    run_with_client(service, "alice-key", body)
+
+
+@pytest.mark.parametrize("budget", [512, 1000, 2000, 4000])
+def test_an_agentic_tool_text_stays_within_its_budget(service: str, budget: int) -> None:
+    async def body(client: Client) -> None:
+        result = await client.call_tool(
+            "agentic_search",
+            {"query": "Which ducks dive, and what do swans do?", "token_budget": budget},
+        )
+        text = tool_text(result)
+        assert count_tokens(text) <= budget
+        assert structured(result)["results"], "never an empty answer when something matches"
 
     run_with_client(service, "alice-key", body)
 
@@ -266,3 +314,66 @@ def test_stdio_server_answers_search(corpus: CorpusSettings) -> None:
             assert forbidden.is_error
 
     anyio.run(main)
+
+
+class _NamedHost(httpx2.AsyncHTTPTransport):
+    """A resolver for the test: `name` is this machine (as a compose or Kubernetes service name
+    resolves to the service's address); the request keeps its Host header."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.host == self.name:
+            request.url = request.url.copy_with(host="127.0.0.1")
+        return await super().handle_async_request(request)
+
+
+def run_by_name(url: str, name: str, key: str, body: Callable[[Client], Awaitable[None]]) -> None:
+    """The official MCP client on `http://<name>:<port>/mcp/`."""
+    named = url.replace("127.0.0.1", name)
+
+    async def main() -> None:
+        async with httpx2.AsyncClient(
+            headers={"X-API-Key": key}, timeout=30, transport=_NamedHost(name)
+        ) as http, Client(streamable_http_client(f"{named}/mcp/", http_client=http)) as client:
+            await body(client)
+
+    anyio.run(main)
+
+
+def test_mcp_answers_agents_on_the_host_names_it_is_configured_with(corpus: CorpusSettings) -> None:
+    settings = ServiceSettings(
+        home=corpus.home, reload_seconds=0.2, mcp_allowed_hosts=["corpus-query"]
+    )
+
+    async def body(client: Client) -> None:
+        found = structured(await client.call_tool("search", {"query": "mallards", "top_k": 1}))
+        assert found["results"][0]["section_path"] == ["Ducks", "Dabbling"]
+
+    with running_service(settings) as url:
+        run_by_name(url, "corpus-query", "alice-key", body)
+        port = url.rsplit(":", 1)[1]
+        headers = {"Accept": "application/json, text/event-stream", "X-API-Key": "alice-key"}
+        elsewhere = httpx.post(
+            f"{url}/mcp/", json=INITIALIZE, headers={**headers, "Host": f"evil.example:{port}"}
+        )
+        assert elsewhere.status_code == 421
+        cross_site = httpx.post(
+            f"{url}/mcp/",
+            json=INITIALIZE,
+            headers={**headers, "Host": f"corpus-query:{port}", "Origin": "http://evil.example"},
+        )
+        assert cross_site.status_code == 403
+
+
+def test_by_default_mcp_answers_only_local_host_names(service: str) -> None:
+    async def body(client: Client) -> None:
+        await client.list_tools()
+
+    with pytest.raises(ExceptionGroup) as refused:
+        run_by_name(service, "corpus-query", "alice-key", body)
+    assert refused.group_contains(httpx2.HTTPStatusError, depth=None) or refused.group_contains(
+        MCPError, depth=None
+    )

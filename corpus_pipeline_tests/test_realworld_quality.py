@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pymupdf
 
-from benchmarks.harness import REALWORLD, half_of, reading_order
+from benchmarks.harness import REALWORLD, half_of, primary_answer
 from benchmarks.realworld_quality import NaiveBM25, heading_stats, page_windows
-from corpus_pipeline.contracts.agentic import AgenticResponse, AgenticResult
+from corpus_pipeline.contracts.agentic import AgenticResponse, Citation
 
 from .support import needs_shared
 
@@ -46,31 +46,29 @@ def test_naive_bm25_ranks_the_window_with_the_rare_term_first() -> None:
     assert index.search("iPhone revenue", 2) == [1, 0]
 
 
-def _result(chunk_id: str, name: str) -> dict[str, Any]:
-    return {
-        "content": chunk_id,
-        "chunk_type": "text",
-        "document_id": name,
-        "chunk_id": chunk_id,
-        "source_file_name": f"{name}.pdf",
-        "section_path": [],
-        "pages": [1],
-        "agent_score": 1.0,
-        "discovery_score": 1.0,
-        "step_id": "s1",
-    }
-
-
-def test_agentic_results_are_read_in_evidence_order_then_fallback() -> None:
-    construct: Any = AgenticResponse.model_construct  # only the fields reading_order reads
+def test_agentic_answers_are_scored_as_their_results_in_order_with_their_passages() -> None:
+    text = "[1] b.pdf, p. 3 · Intro\nbeta\n\n[2] a.pdf, p. 1 · Intro\nalpha"
+    construct: Any = AgenticResponse.model_construct  # only the fields primary_answer reads
     response = construct(
-        evidence_text="# b.pdf\nx\n[chunk bb, pages 1]\n\n# a.pdf\ny\n[chunk aa, pages 1]",
+        evidence_text=text,
         results=[
-            AgenticResult.model_validate(_result(c, n)) for c, n in (("aa", "a"), ("bb", "b"))
+            Citation(
+                chunk_id=chunk,
+                document_id=name,
+                source_file_name=f"{name}.pdf",
+                section_path=["Intro"],
+                pages=[page],
+                score=0.1,
+                span=(text.index(word), text.index(word) + len(word)),
+            )
+            for chunk, name, page, word in (("bb", "b", 3, "beta"), ("aa", "a", 1, "alpha"))
         ],
-        fallback_results=[AgenticResult.model_validate(_result("cc", "c"))],
     )
-    assert [r["chunk_id"] for r in reading_order(response)] == ["bb", "aa", "cc"]
+    lines = primary_answer(response)
+    assert [(r["chunk_id"], r["pages"], r["content"]) for r in lines] == [
+        ("bb", [3], "beta"),
+        ("aa", [1], "alpha"),
+    ]
 
 
 def test_heading_stats_count_header_cells_and_repeats(tmp_path: Path) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from corpus_pipeline.common.settings import HomeLayout, HomePath
 
@@ -46,6 +47,16 @@ class ServiceSettings(HomeLayout, BaseSettings):
         default=0.0, ge=0, description="Ranking prior from access statistics; 0 = off."
     )
     stats_flush_seconds: float = Field(default=1.0, gt=0)
+    mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["localhost", "127.0.0.1", "[::1]"],
+        description=(
+            "Host names (optionally `name:port`) the MCP endpoint answers to, comma-separated: "
+            "the names agents reach the service by (a compose service, a Kubernetes Service, a "
+            "proxy's name). A name without a port matches any port. Browser origins on the same "
+            "names are allowed; `*` turns the check off (only behind a proxy that checks Host). "
+            "Any other Host gets 421 (DNS rebinding protection)."
+        ),
+    )
     # Agentic planner model (any OpenAI-compatible endpoint); empty = the rule-based planner.
     planner_model: str = ""
     # Model that chooses which sections to open in agentic navigation; empty = deterministic scoring.
@@ -56,3 +67,20 @@ class ServiceSettings(HomeLayout, BaseSettings):
     )
     llm_requests_per_minute: int = Field(default=60, ge=1)
     llm_timeout_seconds: float = Field(default=20.0, gt=0)
+
+    @field_validator("mcp_allowed_hosts", mode="before")
+    @classmethod
+    def _host_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [h.strip() for h in value.split(",") if h.strip()]
+        return value
+
+    @field_validator("mcp_allowed_hosts")
+    @classmethod
+    def _hosts_named(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("name at least one host (or `*`)")
+        bad = [h for h in value if h != "*" and ("/" in h or " " in h or h.startswith(":"))]
+        if bad:
+            raise ValueError(f"not a host name or host:port: {bad}")
+        return value

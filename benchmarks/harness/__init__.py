@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import platform
-import re
 import signal
 import socket
 import subprocess
@@ -514,7 +513,6 @@ def search_ours(
 
 QUESTION_SETS = {"questions": "questions.jsonl", "finance": "finance_questions.jsonl"}
 HALVES = ("tuned", "held out")
-_CHUNK_MARK = re.compile(r"\[chunk ([0-9a-f]+)(?:, pages [0-9,]+)?\]")
 
 
 def half_of(file_name: str) -> str:
@@ -558,13 +556,10 @@ def result_line(r: Row) -> Row:
     }
 
 
-def reading_order(response: AgenticResponse) -> list[Row]:
-    """The chunks as the agent reads them: in `evidence_text` order, then the fallback."""
-    by_id = {r.chunk_id: r for r in response.results}
-    order: list[str] = []
-    for match in _CHUNK_MARK.finditer(response.evidence_text):
-        if match.group(1) in by_id and match.group(1) not in order:
-            order.append(match.group(1))
-    order += [cid for cid in by_id if cid not in order]  # never dropped, even if unmarked
-    read = [by_id[cid] for cid in order] + list(response.fallback_results)
-    return [result_line(r.model_dump(mode="json")) for r in read]
+def primary_answer(response: AgenticResponse) -> list[Row]:
+    """The agentic answer as an agent reads it, for the sets' scorers: its results in order,
+    each with its passage's text (answer strings are looked for there) and pages."""
+    return [
+        {**result_line(c.model_dump(mode="json")), "content": text}
+        for c, text in response.passages()
+    ]

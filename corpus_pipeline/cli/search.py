@@ -194,7 +194,7 @@ def _agentic_search(
     steps = ", ".join(f"{p.id} {p.status} ({p.tokens} tokens)" for p in response.plan)
     console.print(
         f"\n[dim]plan ({response.planner}): {steps}; budget {response.budget.used}/{response.budget.limit}; "
-        f"stop: {response.stop_reason}; {len(response.results)} results, {len(response.fallback_results)} fallback[/]"
+        f"stop: {response.stop_reason}; {len(response.results)} passages, {response.budget.unread} hits unread[/]"
     )
 
 

@@ -7,15 +7,8 @@ from typing import Literal
 from pydantic import Field
 
 from corpus_pipeline.contracts.artifacts import ChunkType
-from corpus_pipeline.contracts.base import Contract
-from corpus_pipeline.contracts.search import (
-    ChunkTypes,
-    CitedChunk,
-    Location,
-    QueryText,
-    Resource,
-    SearchFilters,
-)
+from corpus_pipeline.contracts.base import Contract, SectionId
+from corpus_pipeline.contracts.search import ChunkTypes, QueryText, SearchFilters
 
 MAX_PLAN_STEPS = 8
 
@@ -55,60 +48,94 @@ class AgenticRequest(Contract):
     max_breadth: int = Field(default=4, ge=1, le=20, description="Sections opened per step.")
 
 
-class AgenticResult(CitedChunk):
-    agent_score: float = Field(
-        description=(
-            "Reading priority: a discovery hit 2 + 1/(rank + 1) (the whole question's hits rank "
-            "first), context that navigation opened its section's score (below 2), 0 = not "
-            "opened (fallback)."
-        )
+class Citation(Contract):
+    """One passage of `evidence_text` and what to cite it by. Its text travels once, in
+    `evidence_text` (at `span`); a citation carries only what an agent acts on."""
+
+    chunk_id: str = Field(
+        description="The chunk the passage was found by (`read` takes it; the passage may read "
+        "chunks before and after it, `more_chunks`)."
     )
-    discovery_score: float = Field(
-        description="Fused classic-search score (0 = reached by navigation only)."
+    document_id: str
+    source_file_name: str
+    section_path: list[str]
+    section_id: SectionId = Field(default=None, exclude_if=lambda v: v is None)
+    pages: list[int] = Field(description="1-based pages the passage's text is printed on.")
+    score: float = Field(
+        description="Fused discovery score of the chunk (0: context the passage reads on with)."
     )
-    step_id: str
-    occurrences: list[Location] = Field(default_factory=list)
-    resource: Resource | None = None
+    span: tuple[int, int] = Field(
+        description="[start, end) of the passage's text in `evidence_text`, in Unicode code "
+        "points (the `[n]` heading line above it is not part of it)."
+    )
+    more_chunks: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="The other chunks the passage reads (before and after `chunk_id`), in "
+        "document order; omitted when none.",
+    )
+    cut: bool = Field(
+        default=False,
+        exclude_if=lambda v: not v,
+        description="True when the budget held only the start of the passage's last chunk; "
+        "`read` returns it whole (omitted when false).",
+    )
+    resource: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="Download path of the table or image the passage is "
+        "(`/v1/documents/{document_id}/resources/{ref}?namespace=…`; omitted for text).",
+    )
 
 
 class StepReport(Contract):
     id: str
-    query: str
-    depends_on: list[str]
+    query: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="The step's query; omitted for the step that searches the whole question.",
+    )
+    depends_on: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
     status: Literal["done", "skipped", "failed"]
-    tokens: int
+    tokens: int = Field(description="Tokens of evidence text this step's passages hold.")
     discovered: int
-    sections_opened: int
-    error: str | None = None
+    error: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class BudgetReport(Contract):
     limit: int
     used: int = Field(description="Tokens of this whole serialized response plus model calls.")
-    per_step: dict[str, int]
-    model_tokens: int
-    truncated: bool
+    model_tokens: int = Field(description="Tokens the planner and navigator models used.")
     evidence_tokens_available: int = Field(
         description="Tokens of all evidence found, before the budget cut."
     )
+    unread: int = Field(
+        description="Discovery hits the evidence does not hold (a larger budget, or classic "
+        "search with `read`, returns them)."
+    )
 
 
-class AgenticResponse(Contract):
+class EvidenceResponse(Contract):
+    """Cited evidence as an agent reads it: `evidence_text` renders the passages, each under a
+    `[n]` heading line, and `results[n-1]` cites passage n. Each chunk's text travels once."""
+
     query: str
     namespace: str
     revision: int
-    mode: Literal["agentic"] = "agentic"
+    mode: Literal["classic", "agentic"]
     evidence_text: str
     answer_text: Literal[""] = Field(
         default="", description="Always empty: retrieval returns evidence only."
     )
-    results: list[AgenticResult]
-    fallback_results: list[AgenticResult] = Field(
-        description=(
-            "Discovery hits not read as evidence (the budget could not hold them), best first; "
-            "their content is a preview (up to 400 characters), `read` returns the whole chunk."
-        )
-    )
+    results: list[Citation] = Field(description="One per passage, in the order they are read.")
+
+    def passages(self) -> list[tuple[Citation, str]]:
+        """Each citation with its passage's text (its span of `evidence_text`)."""
+        return [(c, self.evidence_text[c.span[0] : c.span[1]]) for c in self.results]
+
+
+class AgenticResponse(EvidenceResponse):
+    mode: Literal["agentic"] = "agentic"
     plan: list[StepReport]
     planner: str
     budget: BudgetReport

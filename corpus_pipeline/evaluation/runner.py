@@ -3,16 +3,14 @@
 The path is the query service itself: in-process, the `QueryService` object that the HTTP
 routes call (same access check, answer cache and statistics; no copy of search logic), or a
 running service over HTTP (`POST /v1/search` with an API key). Each answer is mapped to the
-results as a user reads them: classic results in rank order; agentic results in the order the
-agent reads them (the chunks in `evidence_text` order, then the fallback results it was pointed
-to, whose content is a preview), with the evidence tokens the budget accounted
-(`budget.per_step`). A question the service refuses (422) is a miss with its reason; a run
+results as a user reads them: classic results in rank order; agentic results as the agent reads
+its answer, the `results` in order, each with its passage's text (its span of `evidence_text`),
+with the evidence tokens the budget bought (the plan's steps' `tokens`). A question the service refuses (422) is a miss with its reason; a run
 that cannot go on (no namespace, a refused key, no service) raises `EvalError`.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,7 +20,7 @@ import httpx
 from pydantic import ValidationError
 
 from corpus_pipeline.common.errors import CorpusError
-from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse, AgenticResult
+from corpus_pipeline.contracts.agentic import AgenticRequest, AgenticResponse
 from corpus_pipeline.contracts.evaluation import (
     EvalMode,
     EvalQuestion,
@@ -42,7 +40,6 @@ from query_service.service import QueryService
 
 Request = SearchRequest | AgenticRequest
 Progress = Callable[[int, int], None]
-_CHUNK_MARK = re.compile(r"\[chunk ([0-9a-f]+)(?:, pages [0-9,]+)?\]")
 
 
 class EvalError(CorpusError):
@@ -153,14 +150,20 @@ def _hit(result: CitedChunk) -> Hit:
     )
 
 
-def reading_order(response: AgenticResponse) -> list[AgenticResult]:
-    """The agentic results as the agent reads them: in `evidence_text` order (results it does
-    not mark follow in their own order), then the fallback results."""
-    by_id = {r.chunk_id: r for r in response.results}
-    order = list(dict.fromkeys(m.group(1) for m in _CHUNK_MARK.finditer(response.evidence_text)))
-    order = [cid for cid in order if cid in by_id]
-    order += [cid for cid in by_id if cid not in order]
-    return [by_id[cid] for cid in order] + list(response.fallback_results)
+def reading_order(response: AgenticResponse) -> list[Hit]:
+    """The agentic answer as the agent reads it: its results in order, each with its passage's
+    text."""
+    return [
+        Hit(
+            document_id=c.document_id,
+            chunk_id=c.chunk_id,
+            source_file_name=c.source_file_name,
+            content=text,
+            pages=tuple(c.pages),
+            section_path=tuple(c.section_path),
+        )
+        for c, text in response.passages()
+    ]
 
 
 @dataclass(frozen=True)
@@ -177,8 +180,8 @@ def parse_answer(body: bytes, revision: int | None, mode: EvalMode) -> Asked:
     try:
         if mode == "agentic":
             agentic = AgenticResponse.model_validate_json(body)
-            tokens = sum(agentic.budget.per_step.values())
-            hits = [_hit(r) for r in reading_order(agentic)]
+            tokens = sum(step.tokens for step in agentic.plan)
+            hits = reading_order(agentic)
             return Asked(hits, revision or agentic.revision, tokens)
         classic = SearchResponse.model_validate_json(body)
     except ValidationError as exc:

@@ -43,13 +43,16 @@ def create_app(
 ) -> FastAPI:
     settings = settings or ServiceSettings()
     service = service or QueryService(settings)
-    from query_service.api.mcp_server import build_mcp
+    from query_service.api.mcp_server import build_mcp, transport_security
 
     mcp = build_mcp(service)
     # Stateless: every MCP request stands alone (our tools need no session state), so any
-    # server process of `corpus serve --workers N` can answer any request.
+    # server process of `corpus serve --workers N` can answer any request. Host names outside
+    # CORPUS_MCP_ALLOWED_HOSTS are refused (421): DNS rebinding protection.
     mcp_app = mcp.streamable_http_app(
-        streamable_http_path="/", transport_security=None, stateless_http=True
+        streamable_http_path="/",
+        transport_security=transport_security(settings.mcp_allowed_hosts),
+        stateless_http=True,
     )
     app = FastAPI(
         title="corpus query service",

@@ -9,7 +9,6 @@ from datetime import UTC, date, datetime
 from corpus_pipeline.contracts.agentic import (
     AgenticRequest,
     AgenticResponse,
-    AgenticResult,
     BudgetReport,
     StepReport,
 )
@@ -51,6 +50,7 @@ from corpus_pipeline.contracts.search import (
     SearchResponse,
     SearchResult,
 )
+from query_service.retrieval.evidence import Passage, Piece, render
 
 DOCUMENT_ID = "ducks-field-notes-txt-7f4f0fb9edeb"
 FILE_NAME = "ducks_field_notes.txt"
@@ -160,44 +160,56 @@ SEARCH_RESPONSE = SearchResponse(
         ),
     ],
 )
+SPECIES_TEXT = (
+    "2. Species counted\n\nMallards were the most common species, followed by tufted ducks and "
+    "a small group of common goldeneye. A single mandarin duck was seen on the second morning."
+)
+
+
+def _piece(chunk_id: str, path: tuple[str, ...], section_id: str, text: str, score: float) -> Piece:
+    return Piece(
+        chunk_id=chunk_id,
+        document_id=DOCUMENT_ID,
+        source_file_name=FILE_NAME,
+        section_id=section_id,
+        section_path=path,
+        order=0,
+        pages=(),
+        text=text,
+        score=score,
+    )
+
+
+# Two passages of the answer over data/sample/, rendered as the service renders them.
+_AGENTIC_TEXT, _AGENTIC_CITATIONS = render(
+    [
+        Passage([_piece("ce65159003514ef7289d53879e81bae24", SPECIES, "s3", SPECIES_TEXT, 0.0557)]),
+        Passage([_piece(BEHAVIOUR_CHUNK, BEHAVIOUR, "s5", BEHAVIOUR_TEXT, 0.0551)]),
+    ]
+)
 AGENTIC_RESPONSE = AgenticResponse(
     query=AGENTIC_REQUEST.query,
     namespace="default",
     revision=1,
-    evidence_text=f"# {FILE_NAME} (document {DOCUMENT_ID})\n\n## {' > '.join(BEHAVIOUR)}\n\n"
-    f"{BEHAVIOUR_BODY}\n[chunk {BEHAVIOUR_CHUNK}]",
-    results=[
-        AgenticResult(
-            **BEHAVIOUR_CITED.model_dump(),
-            agent_score=3.0,
-            discovery_score=0.05698,
-            step_id="s1",
-            occurrences=[_location(BEHAVIOUR, "s5")],
-        )
-    ],
-    fallback_results=[],
+    evidence_text=_AGENTIC_TEXT,
+    results=_AGENTIC_CITATIONS,
     plan=[
+        StepReport(id="s1", status="done", tokens=1902, discovered=17),
         StepReport(
-            id="s1",
-            query=AGENTIC_REQUEST.query,
-            depends_on=[],
-            status="done",
-            tokens=151,
-            discovered=8,
-            sections_opened=6,
-        )
+            id="s2", query="How do tufted ducks feed", status="done", tokens=0, discovered=8
+        ),
+        StepReport(id="s3", query="what do ducks eat", status="done", tokens=0, discovered=9),
     ],
     planner="rule",
     budget=BudgetReport(
         limit=4000,
-        used=1487,
-        per_step={"s1": 151},
+        used=3399,
         model_tokens=0,
-        truncated=False,
-        evidence_tokens_available=1310,
+        evidence_tokens_available=2079,
+        unread=0,
     ),
-    stop_reason="completed",
-    took_ms=943.7,
+    stop_reason="budget_exhausted",
+    took_ms=24.4,
 )
 READ_RESPONSE = ReadResponse(
     namespace="default",

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
@@ -19,9 +20,10 @@ from corpus_pipeline.access.keys import AccessDenied
 from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.api import ReadRef, ReadRequest
 from corpus_pipeline.contracts.keys import Principal
-from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
+from corpus_pipeline.contracts.search import SearchFilters, SearchRequest, SearchResponse
 from query_service.api.deps import key_principal
 from query_service.retrieval.agentic import BudgetTooSmall
+from query_service.retrieval.evidence import classic_evidence
 from query_service.service import QueryService
 from query_service.snapshot.revision import NamespaceNotFound
 from query_service.snapshot.store import DocumentNotFound
@@ -32,12 +34,32 @@ _TOLD = (AccessDenied, ValidationError, NamespaceNotFound, DocumentNotFound, Bud
 
 INSTRUCTIONS = """\
 This server retrieves cited evidence from a document corpus; it never writes answers.
-Typical flow: `search` for passages (each result has document_id, chunk_id, source_file_name and
-section_path/section_id to cite); `outline` a promising document to see its sections with summaries;
-`read` several refs at once (chunk ids, or a document_id with a section_path) to get full text
-with tables as HTML; `list_documents` to see what a namespace holds. A table or image names its
-`resource` by document_id and relative ref; its `url` downloads the file over HTTP with the same
-API key. Cite document_id, chunk_id, source_file_name and section_path of what you use."""
+`search` and `agentic_search` answer with `evidence_text`: passages, each under a `[n]` line
+naming its file, pages and section; `results[n-1]` cites passage n (document_id, chunk_id,
+source_file_name, section_path, pages). `agentic_search` spends a token budget on evidence
+(split questions get evidence for each part); a passage marked cut continues in `read`.
+`outline` a document to see its sections with summaries; `read` several refs at once (chunk ids,
+or a document_id with a section_id) for full text with tables as HTML; `list_documents` shows a
+namespace. A citation's `resource` downloads its table or image over HTTP with the same API
+key. Cite document_id, chunk_id, source_file_name and section_path of what you use."""
+
+
+def transport_security(hosts: list[str]) -> TransportSecuritySettings:
+    """DNS rebinding protection for the host names agents reach the service by: a name without
+    a port matches any port, browser origins on those names pass, `*` turns the check off."""
+    if "*" in hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = [n for host in hosts for n in ([host] if _has_port(host) else [host, f"{host}:*"])]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=names,
+        allowed_origins=[f"{scheme}://{n}" for n in names for scheme in ("http", "https")],
+    )
+
+
+def _has_port(host: str) -> bool:
+    head, _, port = host.rpartition(":")
+    return bool(head) and port.isdigit() and not host.endswith("]")
 
 
 def build_mcp(service: QueryService, stdio: bool = False, api_key: str | None = None) -> MCPServer:
@@ -90,16 +112,40 @@ class _Caller:
     async def search(
         self, ctx: Context, request: Callable[[], SearchRequest | AgenticRequest]
     ) -> dict[str, Any]:
-        """A search tool's answer: `request` built from the tool's arguments in the pool (an
-        invalid one is told like any refusal), searched for the caller's principal."""
-        return await self.answer(ctx, lambda principal: self.service.search(principal, request()))
+        """A search tool's answer in the lean evidence shape (each chunk's text once): `request`
+        built from the tool's arguments in the pool (an invalid one is told like any refusal),
+        searched for the caller's principal. The text the client reads is the compact JSON the
+        HTTP API answers (an agentic one within its budget); the same object is the tool's
+        structured content."""
+
+        def work(principal: Principal) -> bytes:
+            asked = request()
+            body = self.service.search(principal, asked)
+            if isinstance(asked, AgenticRequest):
+                return body
+            lean = classic_evidence(SearchResponse.model_validate_json(body))
+            return lean.model_dump_json().encode()
+
+        try:
+            principal = self.principal_of(ctx)
+            body = await asyncio.get_running_loop().run_in_executor(
+                self.service.executor, work, principal
+            )
+        except _TOLD as exc:
+            return _error(exc)
+        text = body.decode()
+        result = CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
+        )
+        return cast(dict[str, Any], result)
 
 
 def _search_tools(mcp: MCPServer, caller: _Caller) -> None:
     @mcp.tool(
         description=(
             "Search the corpus (classic mode: path, content and exact-term channels fused). Returns "
-            "ranked passages with citations. Use `read` on chunk ids or sections to see more context."
+            "`evidence_text` (the top_k passages, best first, each under a `[n]` line) and "
+            "`results` (citation n for passage n). Use `read` on chunk ids or sections for more."
         )
     )
     async def search(
@@ -130,9 +176,10 @@ def _search_tools(mcp: MCPServer, caller: _Caller) -> None:
     @mcp.tool(
         description=(
             "Agentic retrieval: plans sub-queries (comparisons, multi-part questions), discovers, "
-            "navigates the section tree and returns `evidence_text` grouped by document and section "
-            "with citations, never exceeding `token_budget` tokens (the whole response counts). "
-            "It returns evidence, not an answer: decide yourself whether it suffices."
+            "reads on around the hits and returns `evidence_text` (passages under `[n]` lines, the "
+            "best first) with `results` (citation n for passage n), never exceeding "
+            "`token_budget` tokens (the whole response counts). It returns evidence, not an "
+            "answer: decide yourself whether it suffices."
         )
     )
     async def agentic_search(

@@ -1,28 +1,27 @@
 """Agentic search: a planned DAG of retrieval steps under one shared token budget.
 
-Each step runs three phases (`steps`): discovery (classic fused search), bounded breadth-first
-navigation of the section tree around the discovered sections (`navigation`: scored
-deterministically by coverage of the step's terms in titles, summaries and content, plus
-proximity to discovery hits), and evidence rendering (only the chosen sections' raw segments
-are loaded; embedded tables/images resolved system-side). Independent steps run concurrently.
-Evidence is admitted against the budget best-first: the discovery hits first, in discovery
-order (the whole question is always the first step), so the agent never reads less than
-classic search would return; the context navigation adds comes after every hit. The final
-serialized response (plus model calls) never exceeds the budget. Retrieval returns evidence;
-it never writes an answer.
+Each step discovers (classic fused search) and navigates the section tree around its hits
+(`steps`); independent steps run concurrently. The evidence is then read under the budget
+(`passages`): the whole question's hits first, in classic rank order, then each part's best
+hits, then what reads on from them, each chunk's text once, in `evidence_text`, with one
+citation per passage in `results`. The budget buys evidence: the response's frame is reserved
+first, a hit that does not fit whole is cut at a sentence or row boundary rather than left out,
+and the final serialized response (plus model calls) never exceeds the budget. Retrieval returns
+evidence; it never writes an answer.
 """
 
 from __future__ import annotations
 
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from corpus_pipeline.contracts import ChunkType
 from corpus_pipeline.contracts.agentic import (
     AgenticRequest,
     AgenticResponse,
-    AgenticResult,
     BudgetReport,
     Plan,
     PlanStep,
@@ -30,26 +29,36 @@ from corpus_pipeline.contracts.agentic import (
 )
 from query_service.retrieval.budget import BudgetExhausted, TokenBudget, tokens_of
 from query_service.retrieval.evidence import (
-    HIT_SCORE,
-    PART_PREVIEWS,
-    Evidence,
-    Outline,
-    Previews,
-    StepOutcome,
-    embedded_targets,
-    preview_order,
-    render_evidence,
-    result_cost,
+    CUT_MARK,
+    Passage,
+    Piece,
+    cut_text,
+    json_tokens,
+    piece_of,
+    render,
 )
 from query_service.retrieval.navigation import Navigator
+from query_service.retrieval.passages import (
+    MIN_TEXT,
+    PART_HITS,
+    Follow,
+    Reading,
+    interleave,
+    read_evidence,
+)
 from query_service.retrieval.planner import Planner, layers
-from query_service.retrieval.steps import run_step
+from query_service.retrieval.steps import StepOutcome, allowed_types, run_step
 from query_service.snapshot.records import RunRecorder
 from query_service.snapshot.revision import Revision
 from query_service.snapshot.sections import SectionCache
 
 STEP_WORKERS = 4
 PLANNER_RESERVE = 2048
+FURTHER = 2  # the whole question is discovered this many times its top k deep
+FRAME_MARGIN = 24  # tokens kept back for the figures the frame holds once known
+# Room for a first passage (its citation, heading line and a sentence or two); a plan whose
+# frame leaves less is read as the whole question alone.
+LEAST_PASSAGE = 220
 
 
 class BudgetTooSmall(ValueError):
@@ -64,22 +73,12 @@ class BudgetTooSmall(ValueError):
 
 @dataclass
 class _Run:
-    """A run under way: its budget, each step's outcome and status, and the evidence, outlines
-    and fallback results gathered so far."""
-
     revision: Revision
     request: AgenticRequest
     budget: TokenBudget
     docs: SectionCache
     outcomes: dict[str, StepOutcome] = field(default_factory=dict)
     statuses: dict[str, str] = field(default_factory=dict)
-    admitted: list[Evidence] = field(default_factory=list)
-    admitted_ids: set[str] = field(default_factory=set)
-    outlines: list[Outline] = field(default_factory=list)
-    fallback: list[AgenticResult] = field(default_factory=list)
-    available: int = 0  # tokens of all evidence found, admitted or not
-    exhausted: bool = False
-    hits_left_out: bool = False
 
 
 def agentic_search(
@@ -93,38 +92,25 @@ def agentic_search(
     started = time.perf_counter()
     run = _Run(revision, request, TokenBudget(request.token_budget), SectionCache.of(revision))
     plan, model_used = _plan(run, planner, recorder, model_tokens)
-    # Skeleton of the response: reserved up front so evidence can never crowd it out.
-    skeleton = _response(run, plan, [], [], [], False, "completed", started, model_used)
-    skeleton_cost = tokens_of(skeleton.model_dump_json()) + 64 + 40 * len(plan.steps)
+    frame = _frame_cost(run, plan, model_used, started)
+    if len(plan.steps) > 1 and frame + LEAST_PASSAGE > run.budget.remaining:
+        # A split plan's frame would leave no room to read: the whole question alone.
+        plan = plan.model_copy(update={"steps": plan.steps[:1]})
+        frame = _frame_cost(run, plan, model_used, started)
     try:
-        run.budget.reserve(skeleton_cost)
+        run.budget.reserve(frame)
     except BudgetExhausted as exc:
-        raise BudgetTooSmall(skeleton_cost + model_used) from exc
+        raise BudgetTooSmall(frame + model_used) from exc
     with ThreadPoolExecutor(max_workers=STEP_WORKERS, thread_name_prefix="agentic-step") as pool:
         for layer in layers(plan.steps):
-            if run.exhausted:
-                for step in layer:
-                    run.statuses[step.id] = "skipped"
-                continue
             _run_layer(run, pool, layer, navigator)
-            _admit_layer(run, layer)
-            _close_layer(run, layer, recorder)
-    # Hits the evidence could not hold come next (previews, best first), then outlines.
-    kept_fallback = _admit_fallback(run, plan)
-    kept_outlines = _admit_outlines(run)
-    stop = "budget_exhausted" if run.exhausted else "completed"
     model_used += run.budget.per_step.get("navigator", 0)
-    response = _fit(run, plan, kept_outlines, kept_fallback, stop, started, model_used)
+    reading = _read(run, plan, frame)
+    if not reading.passages and any(o.hits for o in run.outcomes.values()):
+        raise BudgetTooSmall(frame + model_used + LEAST_PASSAGE)
+    response = _fit(run, plan, reading, started, model_used)
     if recorder:
-        recorder.add(
-            "run",
-            "agentic_search",
-            inputs=request.model_dump(mode="json"),
-            outputs={"results": len(response.results), "stop_reason": response.stop_reason},
-            latency_ms=response.took_ms,
-            tokens=response.budget.used,
-            model=plan.planner,
-        )
+        _record(recorder, run, plan, response)
     return response
 
 
@@ -160,13 +146,28 @@ def _plan(
     return plan, model_used
 
 
+def _frame_cost(run: _Run, plan: Plan, model_used: int, started: float) -> int:
+    """Tokens of the response around the evidence (reserved first, so evidence never crowds
+    it out), with room for its figures."""
+    frame = _response(run, plan, [], "budget_exhausted", started, model_used, 0, 0)
+    return tokens_of(frame.model_dump_json()) + FRAME_MARGIN + 4 * len(plan.steps)
+
+
 def _run_layer(
     run: _Run, pool: ThreadPoolExecutor, layer: Sequence[PlanStep], navigator: Navigator | None
 ) -> None:
     """A layer's steps side by side; a failing step must not lose the others' evidence."""
+    lead = _lead(run.request, layer)
     futures = {
         step.id: pool.submit(
-            run_step, run.revision, run.docs, run.request, step, navigator, run.budget
+            run_step,
+            run.revision,
+            run.docs,
+            run.request,
+            step,
+            max(step.top_k, FURTHER * run.request.top_k) if step is lead else step.top_k,
+            navigator,
+            run.budget,
         )
         for step in layer
     }
@@ -179,170 +180,98 @@ def _run_layer(
             run.statuses[step.id] = "failed"
 
 
-def _admit_layer(run: _Run, layer: Sequence[PlanStep]) -> None:
-    """The layer's evidence admitted best first while the budget holds it. Room for a preview
-    of every hit is held first: a hit the evidence cannot hold whole is still returned (as a
-    fallback result), so the agent never sees fewer places than classic search would return."""
-    candidates = [
-        e
-        for s in layer
-        for e in run.outcomes[s.id].evidence
-        if e.result.chunk_id not in run.admitted_ids
-    ]
-    candidates.sort(
-        key=lambda e: (-e.result.agent_score, -e.result.discovery_score, e.result.chunk_id)
+def _lead(request: AgenticRequest, steps: Sequence[PlanStep]) -> PlanStep | None:
+    """The step that searches the whole question (a rule plan's first; a model's plan may have
+    none)."""
+    whole = " ".join(request.query.split())
+    return next((s for s in steps if s.query == whole), None)
+
+
+def _read(run: _Run, plan: Plan, frame: int) -> Reading:
+    """The evidence under what is left of the budget: the question's top k hits in classic
+    order and each part's best ones first; then what reads on from them."""
+    lead = _lead(run.request, plan.steps) or plan.steps[0]
+    top_k = run.request.top_k
+    main = run.outcomes[lead.id]
+    parts = [run.outcomes[s.id] for s in plan.steps if s.id != lead.id]
+    lead_hits = {p.chunk_id for p in main.hits[:top_k]}
+    new = [[p for p in o.hits if p.chunk_id not in lead_hits] for o in parts]
+    core = [*main.hits[:top_k], *interleave([hits[:PART_HITS] for hits in new])]
+    further = [*main.hits[top_k:], *interleave([hits[PART_HITS:] for hits in new])]
+    context = interleave([o.context for o in (main, *parts)])
+    return read_evidence(
+        core,
+        further,
+        context,
+        _follower(run),
+        room=run.budget.remaining,
+        frame=frame,
+        limit=run.budget.limit,
     )
-    previews = Previews(
-        run.budget, preview_order(layer, run.outcomes, run.request.top_k), run.admitted_ids
-    )
-    previews.hold()
-    seen_layer: set[str] = set()
-    for item in candidates:
-        if item.result.chunk_id in seen_layer:
-            continue
-        seen_layer.add(item.result.chunk_id)
-        _admit(run, item, previews)
-    run.budget.release(sum(previews.held.values()))  # the fallback admission spends it
 
 
-def _admit(run: _Run, item: Evidence, previews: Previews) -> None:
-    """One piece of evidence, if it fits (what it covers needs no preview: that room is
-    freed first)."""
-    budget = run.budget
-    cost = tokens_of(item.text) + result_cost(item.result) + 24
-    run.available += cost
-    hit = item.result.agent_score >= HIT_SCORE
-    if run.hits_left_out:
-        # Hits are read in rank order: once one is left out (a preview), later ones are
-        # previews after it, and context is read only once every hit is.
-        return
-    covers = [
-        c
-        for c in dict.fromkeys(  # a table embedded twice is covered once
-            (
-                item.result.chunk_id,
-                *embedded_targets(run.docs, item.document_id, item.result.chunk_id),
-            )
-        )
-        if c in previews.held
-    ]
-    freed = sum(previews.held[c] for c in covers)  # read whole, no preview needed
-    budget.release(freed)
-    try:
-        held = budget.reserve(cost)
-    except BudgetExhausted:
-        budget.reserve(freed)  # just released: it fits again
-        run.exhausted = True  # this one does not fit; smaller evidence still may
-        run.hits_left_out |= hit  # it stays a (preview) fallback result
-        return
-    for c in covers:
-        del previews.held[c]
-    budget.commit(held, cost, item.step_id)
-    run.admitted.append(item)
-    run.admitted_ids.add(item.result.chunk_id)
-    if hit:
-        previews.hold()
+def _follower(run: _Run) -> Follow:
+    """The chunk a piece reads on into (`back`: back into): the next (previous) one in document
+    order that the request returns, in the piece's section unless `across` (None at the end, or
+    where the evidence already holds it)."""
+    allowed = allowed_types(run.request, PlanStep(id="follow", query="follow"))
+    docs = run.docs
 
+    def follow(piece: Piece, read: set[str], across: bool, back: bool) -> Piece | None:
+        if piece.order < 0:
+            return None
+        document_id = piece.document_id
+        rows = docs.chunks(document_id) if across else docs.rows_in(document_id, piece.section_id)
+        orders = [r["sort_order"] for r in rows]
+        if back:
+            nearby = rows[: bisect_left(orders, piece.order)][::-1]
+        else:
+            nearby = rows[bisect_right(orders, piece.order) :]
+        for row in nearby:
+            if row["chunk_id"] in piece.embeds or ChunkType(row["chunk_type"]) not in allowed:
+                continue
+            if row["chunk_id"] in read:
+                return None
+            sid = piece.section_id if not across else (row.get("section_id") or "")
+            path = piece.section_path if not across else tuple(row["section_path"] or ())
+            by_id = docs.by_id(document_id)
+            return piece_of(run.revision.namespace, row, by_id, path, sid, step_id=piece.step_id)
+        return None
 
-def _close_layer(run: _Run, layer: Sequence[PlanStep], recorder: RunRecorder | None) -> None:
-    """The layer's outlines and fallback results kept for later admission; each step
-    recorded."""
-    for s in layer:
-        outcome = run.outcomes[s.id]
-        run.outlines.extend(outcome.outlines)
-        run.fallback.extend(f for f in outcome.fallback if f.chunk_id not in run.admitted_ids)
-        if recorder:
-            recorder.add(
-                "step",
-                "retrieve",
-                step_id=s.id,
-                inputs=s.model_dump(mode="json"),
-                outputs={
-                    "discovered": outcome.discovered,
-                    "evidence": len(outcome.evidence),
-                },
-                latency_ms=outcome.latency_ms,
-                tokens=run.budget.per_step.get(s.id, 0),
-                error=outcome.error,
-            )
-
-
-def _admit_fallback(run: _Run, plan: Plan) -> list[AgenticResult]:
-    """The hits no evidence covers, as previews: by step, then by rank (the whole question's
-    hits first), while the budget holds them."""
-    covered = run.admitted_ids | {
-        target
-        for e in run.admitted
-        for target in embedded_targets(run.docs, e.document_id, e.result.chunk_id)
-    }
-    unique_fallback: dict[str, AgenticResult] = {}
-    for f in run.fallback:  # by step, then by rank: the whole question's hits first
-        if f.chunk_id not in covered:
-            unique_fallback.setdefault(f.chunk_id, f)
-    kept: list[AgenticResult] = []
-    limit = run.request.top_k + PART_PREVIEWS * (len(plan.steps) - 1)
-    for f in list(unique_fallback.values())[:limit]:
-        try:
-            held = run.budget.reserve(result_cost(f) + 4)
-        except BudgetExhausted:
-            run.exhausted = True
-            break
-        run.budget.commit(held, result_cost(f) + 4, "fallback")
-        kept.append(f)
-    return kept
-
-
-def _admit_outlines(run: _Run) -> list[Outline]:
-    """Outlines last, of the documents evidence was admitted from: while budget lasts."""
-    kept: list[Outline] = []
-    admitted_docs = {e.document_id for e in run.admitted}
-    for outline in sorted(run.outlines, key=lambda o: -o.score):
-        if outline.document_id not in admitted_docs:
-            continue
-        try:
-            held = run.budget.reserve(tokens_of(outline.line) + 2)
-        except BudgetExhausted:
-            break
-        run.budget.commit(held, tokens_of(outline.line) + 2, "outline")
-        kept.append(outline)
-    return kept
+    return follow
 
 
 def _response(
     run: _Run,
     plan: Plan,
-    evidence: list[Evidence],
-    outlines: list[Outline],
-    fallback: list[AgenticResult],
-    truncated: bool,
+    passages: Sequence[Passage],
     stop: str,
     started: float,
     model_used: int,
+    available: int,
+    unread: int,
 ) -> AgenticResponse:
-    """The response of what is admitted (before the run, the skeleton: nothing found yet)."""
     request, budget = run.request, run.budget
-    results = sorted(
-        (e.result for e in evidence), key=lambda r: (-r.agent_score, -r.discovery_score, r.chunk_id)
-    )
-    per_step = {
-        s.id: sum(tokens_of(e.text) for e in evidence if e.step_id == s.id) for s in plan.steps
-    }
+    evidence_text, citations = render(passages)
+    per_step = {s.id: 0 for s in plan.steps}
+    for passage in passages:
+        step_id = passage.anchor.step_id
+        if step_id in per_step:
+            per_step[step_id] += tokens_of(passage.text())
     return AgenticResponse(
         query=request.query,
         namespace=request.namespace,
         revision=run.revision.number,
-        evidence_text=render_evidence(evidence, outlines),
-        results=results[: max(request.top_k, len(results))],
-        fallback_results=fallback,
-        plan=[_step_report(s, run.statuses, per_step, run.outcomes) for s in plan.steps],
+        evidence_text=evidence_text,
+        results=citations,
+        plan=[_step_report(s, run, per_step, request) for s in plan.steps],
         planner=plan.planner,
         budget=BudgetReport(
             limit=budget.limit,
             used=budget.limit,
-            per_step=per_step,
             model_tokens=model_used,
-            truncated=truncated,
-            evidence_tokens_available=run.available,
+            evidence_tokens_available=available,
+            unread=unread,
         ),
         stop_reason=stop,  # type: ignore[arg-type]
         took_ms=round((time.perf_counter() - started) * 1000, 3),
@@ -350,65 +279,107 @@ def _response(
 
 
 def _step_report(
-    s: PlanStep,
-    statuses: dict[str, str],
-    per_step: dict[str, int],
-    outcomes: dict[str, StepOutcome],
+    s: PlanStep, run: _Run, per_step: dict[str, int], request: AgenticRequest
 ) -> StepReport:
-    outcome = outcomes.get(s.id)
+    outcome = run.outcomes.get(s.id)
+    whole = " ".join(request.query.split())
     return StepReport(
         id=s.id,
-        query=s.query,
+        query=None if s.query == whole else s.query,
         depends_on=s.depends_on,
-        status=statuses.get(s.id, "skipped"),  # type: ignore[arg-type]
+        status=run.statuses.get(s.id, "skipped"),  # type: ignore[arg-type]
         tokens=per_step.get(s.id, 0),
-        discovered=outcome.discovered if outcome else 0,
-        sections_opened=len({(e.document_id, e.section_id) for e in outcome.evidence})
-        if outcome
-        else 0,
+        discovered=len(outcome.hits) if outcome else 0,
         error=outcome.error if outcome else None,
     )
 
 
+def _found(run: _Run) -> tuple[int, list[str]]:
+    """Tokens of all evidence found (hits and context, each chunk once) and the hits' ids."""
+    pieces: dict[str, Piece] = {}
+    hits: list[str] = []
+    for outcome in run.outcomes.values():
+        for piece in outcome.hits:
+            pieces.setdefault(piece.chunk_id, piece)
+            hits.append(piece.chunk_id)
+        for piece in outcome.context:
+            pieces.setdefault(piece.chunk_id, piece)
+    return sum(tokens_of(p.text) for p in pieces.values()), list(dict.fromkeys(hits))
+
+
 def _fit(
-    run: _Run,
-    plan: Plan,
-    outlines: list[Outline],
-    fallback: list[AgenticResult],
-    stop: str,
-    started: float,
-    model_used: int,
+    run: _Run, plan: Plan, reading: Reading, started: float, model_used: int
 ) -> AgenticResponse:
-    """The hard invariant: tokens(serialized response) + model tokens ≤ limit. Estimates made the
-    admission decisions; here the real payload is counted and trimmed from the lowest priority
-    (outlines, then the context navigation added, then the hits' previews, then the weakest
-    hits) until it fits."""
-    evidence = sorted(
-        run.admitted,
-        key=lambda e: (-e.result.agent_score, -e.result.discovery_score, e.result.chunk_id),
-    )
-    outlines = list(outlines)
-    fallback = list(fallback)
-    truncated = stop == "budget_exhausted"
+    """The hard invariant: tokens(serialized response) + model tokens ≤ limit. The reading was
+    planned on estimates; here the real payload is counted, and while it is over, the last
+    passage gives way: context first, then the last chunk it read on into, then its text is cut
+    shorter — the first passage is never dropped."""
+    passages = list(reading.passages)
+    available, hits = _found(run)
+    exhausted = reading.exhausted
+    limit = run.budget.limit
     while True:
-        response = _response(
-            run, plan, evidence, outlines, fallback, truncated, stop, started, model_used
-        )
+        read = {c for p in passages for c in p.chunk_ids()}
+        unread = sum(1 for c in hits if c not in read)
+        stop = "budget_exhausted" if exhausted else "completed"
+        response = _response(run, plan, passages, stop, started, model_used, available, unread)
         total = tokens_of(response.model_dump_json()) + model_used
-        if total <= run.budget.limit:
+        if total <= limit:
             final = response.model_copy(
                 update={"budget": response.budget.model_copy(update={"used": total})}
             )
-            if tokens_of(final.model_dump_json()) + model_used <= run.budget.limit:
+            if tokens_of(final.model_dump_json()) + model_used <= limit:
                 return final
-        truncated, stop = True, "budget_exhausted"
-        if outlines:
-            outlines.pop()
-        elif evidence and evidence[-1].result.agent_score < HIT_SCORE:
-            evidence.pop()  # context before any hit, even a hit's preview
-        elif fallback:
-            fallback.pop()
-        elif evidence:
-            evidence.pop()
-        else:
+            total = limit + 1
+        exhausted = True
+        if not passages:
             raise BudgetTooSmall(total)
+        passages = _give_way(passages, total - limit)
+        if not passages:  # found evidence is never answered with none: too small a budget
+            raise BudgetTooSmall(total + MIN_TEXT)
+
+
+def _give_way(passages: list[Passage], excess: int) -> list[Passage]:
+    """The passages with about `excess` tokens fewer: the last one dropped when it is not a
+    hit; else its last chunk cut shorter, or the chunk it read furthest from its anchor
+    dropped; else the last hit dropped, except the first, whose text is cut as short as it
+    must be (an empty list: not even that fits)."""
+    last = passages[-1]
+    if len(passages) > 1 and not last.core:
+        return passages[:-1]
+    now = json_tokens(last.cut + CUT_MARK) if last.cut is not None else last.last.cost
+    shorter = cut_text(last.last.text, now - excess - 1)
+    alone = len(passages) == 1 and len(last.pieces) == 1
+    if shorter is not None and (alone or json_tokens(shorter) >= MIN_TEXT):
+        return [*passages[:-1], last.but(list(last.pieces), shorter)]
+    if len(last.pieces) > 1:
+        far = last.pieces[0] if last.anchor_at >= len(last.pieces) - 1 else last.pieces[-1]
+        return [*passages[:-1], last.but([p for p in last.pieces if p is not far], None)]
+    return passages[:-1]
+
+
+def _record(recorder: RunRecorder, run: _Run, plan: Plan, response: AgenticResponse) -> None:
+    for s in plan.steps:
+        outcome = run.outcomes.get(s.id)
+        recorder.add(
+            "step",
+            "retrieve",
+            step_id=s.id,
+            inputs=s.model_dump(mode="json"),
+            outputs={
+                "discovered": len(outcome.hits) if outcome else 0,
+                "context": len(outcome.context) if outcome else 0,
+            },
+            latency_ms=outcome.latency_ms if outcome else 0.0,
+            tokens=next((r.tokens for r in response.plan if r.id == s.id), 0),
+            error=outcome.error if outcome else None,
+        )
+    recorder.add(
+        "run",
+        "agentic_search",
+        inputs=run.request.model_dump(mode="json"),
+        outputs={"results": len(response.results), "stop_reason": response.stop_reason},
+        latency_ms=response.took_ms,
+        tokens=response.budget.used,
+        model=plan.planner,
+    )

@@ -1,194 +1,326 @@
-"""Agentic evidence: what a step found (chunks rendered under their sections, outlines of
-sections not opened, previews of its hits), the room held for previews while evidence is
-admitted against the budget, and the evidence text the agent reads."""
+"""Evidence as an agent reads it: each chunk rendered once, compactly (a table as its text rows,
+a table a text embeds in its place), passages of chunks that read on in their section, a
+passage's last chunk cut at a sentence or row boundary when the budget ends inside it, and
+the evidence text with one citation per passage."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
-from corpus_pipeline.contracts.agentic import AgenticResult, PlanStep
-from corpus_pipeline.contracts.search import SearchResult
-from query_service.retrieval.budget import BudgetExhausted, TokenBudget, tokens_of
-from query_service.snapshot.sections import SectionCache, SectionPath, Sid
+from corpus_pipeline.common.textedit import Edit, apply_edits, shift_offset
+from corpus_pipeline.contracts.agentic import Citation, EvidenceResponse
+from corpus_pipeline.contracts.search import Resource, SearchResponse, resource_url
+from query_service.retrieval.budget import tokens_of
+from query_service.snapshot.sections import SectionPath, Sid
+from query_service.snapshot.store import resource_marker
 
-# Discovery hits rank above everything navigation adds (section scores stay below 1.2), in
-# their discovery order.
-HIT_SCORE = 2.0
-PREVIEW_SHARE = 0.5  # of the budget left, at most, held for hit previews
-PART_PREVIEWS = 2  # hits of each part of a split question held back as previews
-FALLBACK_PREVIEW_CHARS = 400
+CUT_MARK = " […cut: `read` returns the rest]"
+# Where a cut may end a chunk's text: after a sentence, or at a line break (a table row, a list
+# item, a paragraph); a word boundary only when the first sentence alone does not fit.
+_SENTENCE_OR_ROW = re.compile(r"(?<=[.!?:;])[\"'”’)\]]*(?=\s)|(?=\n)")
+_WORD = re.compile(r"(?=\s)")
 
 
-@dataclass
-class Evidence:
-    step_id: str
+@dataclass(frozen=True)
+class Piece:
+    """One chunk as evidence: where it is, its compact text and how it was found."""
+
+    chunk_id: str
     document_id: str
     source_file_name: str
     section_id: Sid
     section_path: SectionPath
-    section_order: int
-    chunk_order: int
+    order: int  # its place in its document
+    pages: tuple[int, ...]
     text: str
-    result: AgenticResult
+    embeds: tuple[str, ...] = ()  # chunks rendered inside it (tables in their place)
+    resource: str | None = None
+    score: float = 0.0  # fused discovery score (0: context)
+    step_id: str = ""
+    raw: str = ""  # the stored content, with its embedding markers
+    inlined: tuple[tuple[int, int, str, str], ...] = ()  # (start, end, chunk id, text) per table
+
+    @property
+    def cost(self) -> int:
+        """Its text's tokens as the JSON response carries them (escapes included)."""
+        return json_tokens(self.text)
+
+    def without(self, read: set[str]) -> Piece:
+        """This chunk as read after the tables in `read`: those keep their markers (their rows
+        are in the evidence already)."""
+        if not any(target in read for _, _, target, _ in self.inlined):
+            return self
+        edits = [Edit(a, b, text) for a, b, target, text in self.inlined if target not in read]
+        return replace(self, text=_edited(self.raw, edits))
 
 
 @dataclass
-class Outline:
-    document_id: str
-    source_file_name: str
-    section_id: Sid
-    section_path: SectionPath
-    section_order: int
-    line: str
-    score: float
+class Passage:
+    """Chunks read in a row, in document order: the one it was found by (its anchor), the
+    ones before it the passage reads back into and the ones after it reads on into. `cut`
+    holds the last chunk's text when the budget ended in it."""
+
+    pieces: list[Piece]
+    cut: str | None = None
+    core: bool = False  # a hit of the question or of one of its parts (never dropped)
+    anchor_at: int = 0
+
+    @property
+    def anchor(self) -> Piece:
+        return self.pieces[self.anchor_at]
+
+    @property
+    def last(self) -> Piece:
+        return self.pieces[-1]
+
+    def text(self) -> str:
+        texts = [p.text for p in self.pieces]
+        if self.cut is not None:
+            texts[-1] = self.cut
+        return "\n\n".join(t for t in texts if t)
+
+    def text_cost(self) -> int:
+        return sum(p.cost for p in self.pieces[:-1]) + json_tokens(
+            self.last.text if self.cut is None else self.cut + CUT_MARK
+        )
+
+    def chunk_ids(self) -> set[str]:
+        return {c for p in self.pieces for c in (p.chunk_id, *p.embeds)}
+
+    def but(self, pieces: list[Piece], cut: str | None) -> Passage:
+        """The same passage over other pieces (its anchor among them)."""
+        return Passage(pieces, cut, self.core, pieces.index(self.anchor))
 
 
-@dataclass
-class StepOutcome:
-    step: PlanStep
-    evidence: list[Evidence] = field(default_factory=list)
-    fallback: list[AgenticResult] = field(default_factory=list)
-    outlines: list[Outline] = field(default_factory=list)
-    discovered: int = 0
-    error: str | None = None
-    latency_ms: float = 0.0
+@lru_cache(maxsize=16384)
+def json_tokens(text: str) -> int:
+    """Tokens of a text inside a JSON string (newlines and quotes escaped), as the response
+    carries it."""
+    return tokens_of(json.dumps(text, ensure_ascii=False)) - 1
 
 
-def preview(content: str) -> str:
-    """A fallback result's content: its opening, enough to judge it (`read` returns it whole)."""
-    if len(content) <= FALLBACK_PREVIEW_CHARS:
+def _edited(content: str, edits: list[Edit]) -> str:
+    try:
+        return apply_edits(content, edits)[0]
+    except ValueError:  # overlapping marker spans: the markers stay as they are
         return content
-    return content[:FALLBACK_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
 
 
-def fallback_result(hit: SearchResult, step_id: str) -> AgenticResult:
-    """A hit as a fallback result: one the budget cannot admit as evidence is still returned,
-    as a preview."""
-    return AgenticResult(
-        content=preview(hit.content),
-        chunk_type=hit.chunk_type,
-        document_id=hit.document_id,
-        chunk_id=hit.chunk_id,
-        source_file_name=hit.source_file_name,
-        section_path=hit.section_path,
-        section_id=hit.section_id,
-        pages=hit.pages,
-        agent_score=0.0,
-        discovery_score=hit.score,
+def compact_text(
+    row: dict[str, Any], by_id: dict[str, dict[str, Any]]
+) -> tuple[str, tuple[str, ...], str, tuple[tuple[int, int, str, str], ...]]:
+    """A chunk row's text for the agent: the content, each embedded table's rows in its place
+    (the table's HTML stays one `read` or download away), each image as its ref and description
+    (as `read` renders it); with the chunks it embeds, the text before the tables are inlined,
+    and the tables it inlines (their spans in that text)."""
+    metadata = json.loads(row["metadata"])
+    inlined: list[tuple[int, int, str, str]] = []
+    images: list[Edit] = []
+    embeds: list[str] = []
+    for link in metadata.get("connect_to", []):
+        if link["relation"] != "embeds":
+            continue
+        target = by_id.get(link["target"])
+        if target is None:
+            continue
+        embeds.append(link["target"])
+        start, end = link["position"]
+        if target["chunk_type"] == "table":
+            inlined.append((start, end, link["target"], target["content"]))
+        elif target.get("resource_path"):  # an image: its ref and description, as `read` has it
+            described = Resource(
+                kind="image",
+                document_id=row["document_id"],
+                ref=target["resource_path"],
+                url="",
+                description=target["content"],
+            )
+            images.append(Edit(start, end, resource_marker(described)))
+    raw = _edited(row["content"], images)
+    # The tables' spans, moved past the image markers before them.
+    inlined = [
+        (shift_offset(a, images), shift_offset(a, images) + (b - a), c, t) for a, b, c, t in inlined
+    ]
+    text = _edited(raw, [Edit(a, b, t) for a, b, _, t in inlined])
+    return text, tuple(dict.fromkeys(embeds)), raw, tuple(inlined)
+
+
+def piece_of(
+    namespace: str,
+    row: dict[str, Any],
+    by_id: dict[str, dict[str, Any]],
+    path: SectionPath,
+    sid: Sid,
+    score: float = 0.0,
+    step_id: str = "",
+) -> Piece:
+    """A chunk row of a document as evidence (its pages include those of what it embeds)."""
+    text, embeds, raw, inlined = compact_text(row, by_id)
+    pages = {*(row["pages"] or [])}
+    for target in embeds:
+        pages.update(by_id.get(target, {}).get("pages") or [])
+    ref = row.get("resource_path")
+    return Piece(
+        chunk_id=row["chunk_id"],
+        document_id=row["document_id"],
+        source_file_name=row["source_path"],
+        section_id=sid,
+        section_path=path,
+        order=int(row["sort_order"]),
+        pages=tuple(sorted(pages)),
+        text=text,
+        embeds=embeds,
+        resource=resource_url(namespace, row["document_id"], ref)
+        if ref and row["chunk_type"] != "text"
+        else None,
+        score=score,
         step_id=step_id,
-        occurrences=hit.occurrences,
-        # A preview names its table or image; its markup is fetched by the resource URL.
-        resource=hit.resource.model_copy(update={"html": None}) if hit.resource else None,
+        raw=raw,
+        inlined=inlined,
     )
 
 
-def without_heading_lines(text: str, path: Sequence[str]) -> str:
-    """A section's first chunk starts with its heading line(s); evidence is rendered under the
-    section's breadcrumb (`## A > B`), so those lines would only repeat it."""
-    paragraphs = text.split("\n\n")
-    titles = set(path)
-    start = 0
-    while start < len(paragraphs) - 1 and paragraphs[start].strip() in titles:
-        start += 1
-    return "\n\n".join(paragraphs[start:])
+def cut_text(text: str, tokens: int) -> str | None:
+    """The longest start of `text` within `tokens` (JSON tokens, the cut mark included) that
+    ends after a sentence or at a line break (a table row), else at a word boundary, else (one
+    word longer than the room) anywhere; None when the room holds not even the cut mark."""
+    room = tokens - json_tokens(CUT_MARK)
+    if room <= 0:
+        return None
+    for pattern in (_SENTENCE_OR_ROW, _WORD):
+        ends = sorted({m.end() for m in pattern.finditer(text)} - {0})
+        best = _longest_fitting(text, ends, room)
+        if best is not None:
+            return best
+    return _longest_fitting(text, range(1, len(text)), room)
 
 
-def embedded_targets(docs: SectionCache, document_id: str, chunk_id: str) -> list[str]:
-    """The chunks (tables, images) a chunk embeds."""
-    row = docs.by_id(document_id).get(chunk_id)
-    if row is None:
-        return []
-    return [
-        c["target"] for c in json.loads(row["metadata"])["connect_to"] if c["relation"] == "embeds"
+def _longest_fitting(text: str, ends: Sequence[int], room: int) -> str | None:
+    """Binary search over the cut positions (a longer start never holds fewer tokens)."""
+    low, high, best = 0, len(ends) - 1, None
+    while low <= high:
+        mid = (low + high) // 2
+        start = text[: ends[mid]].rstrip()
+        if start and json_tokens(start) <= room:
+            best, low = start, mid + 1
+        else:
+            high = mid - 1
+    return best
+
+
+def _pages(pages: Sequence[int]) -> str:
+    if not pages:
+        return ""
+    if len(pages) == 1:
+        return f"p. {pages[0]}"
+    if list(pages) == list(range(pages[0], pages[-1] + 1)):
+        return f"pp. {pages[0]}-{pages[-1]}"
+    return "pp. " + ", ".join(map(str, pages))
+
+
+def heading(number: int, passage: Passage, previous: Passage | None) -> str:
+    """A passage's `[n]` line: its file and section when they change, and its pages."""
+    anchor = passage.anchor
+    pages = _pages(sorted({page for p in passage.pieces for page in p.pages}))
+    path = " > ".join(anchor.section_path) or "(document start)"
+    parts = [f"[{number}]"]
+    if previous is None or previous.anchor.document_id != anchor.document_id:
+        parts.append(anchor.source_file_name + ("," if pages else ""))
+    if pages:
+        parts.append(pages)
+    if previous is None or (previous.anchor.document_id, previous.anchor.section_id) != (
+        anchor.document_id,
+        anchor.section_id,
+    ):
+        parts.append(f"· {path}")
+    return " ".join(parts)
+
+
+def render(passages: Sequence[Passage]) -> tuple[str, list[Citation]]:
+    """The evidence text and a citation per passage (its span in the text)."""
+    out: list[str] = []
+    length = 0
+    citations: list[Citation] = []
+    previous: Passage | None = None
+    for number, passage in enumerate(passages, 1):
+        if out:
+            out.append("\n\n")
+            length += 2
+        head = heading(number, passage, previous) + "\n"
+        text = passage.text()
+        start = length + len(head)
+        out.append(head + text + (CUT_MARK if passage.cut is not None else ""))
+        length += len(out[-1])
+        citations.append(citation(passage, (start, start + len(text))))
+        previous = passage
+    return "".join(out), citations
+
+
+def citation(passage: Passage, span: tuple[int, int]) -> Citation:
+    anchor = passage.anchor
+    return Citation(
+        chunk_id=anchor.chunk_id,
+        document_id=anchor.document_id,
+        source_file_name=anchor.source_file_name,
+        section_path=list(anchor.section_path),
+        section_id=anchor.section_id or None,
+        pages=sorted({page for p in passage.pieces for page in p.pages}),
+        score=round(anchor.score, 4),
+        span=span,
+        more_chunks=[p.chunk_id for p in passage.pieces if p is not anchor],
+        cut=passage.cut is not None,
+        resource=anchor.resource,
+    )
+
+
+def passage_overhead(passage: Passage, previous: Passage | None) -> int:
+    """What a passage costs beyond its text: its citation and its heading line."""
+    probe = citation(passage, (99_999, 99_999))
+    return (
+        tokens_of(probe.model_dump_json())
+        + json_tokens(heading(99, passage, previous))
+        + 3  # separators: the comma between citations, the line breaks in the text
+    )
+
+
+def read_on_overhead(piece: Piece, first: bool) -> int:
+    """A chunk a passage reads on into: its id in `more_chunks` (the key, the first time)."""
+    return tokens_of(piece.chunk_id) + 3 + (6 if first else 0)
+
+
+def classic_evidence(response: SearchResponse) -> EvidenceResponse:
+    """Classic results in the lean shape agentic search answers with (MCP's `search`): each
+    result's text once, in `evidence_text`, and a citation per result."""
+    passages = [
+        Passage(
+            [
+                Piece(
+                    chunk_id=r.chunk_id,
+                    document_id=r.document_id,
+                    source_file_name=r.source_file_name,
+                    section_id=r.section_id or "",
+                    section_path=tuple(r.section_path),
+                    order=0,
+                    pages=tuple(r.pages),
+                    text=r.content,
+                    resource=r.resource.url if r.resource else None,
+                    score=r.score,
+                )
+            ]
+        )
+        for r in response.results
     ]
-
-
-def render_evidence(evidence: list[Evidence], outlines: list[Outline]) -> str:
-    """What the agent reads, in the order of relevance: the discovery hits first, best first
-    (so it never reads less, or later, than classic search would have returned), then the
-    context navigation opened around them, strongest section first and each section's chunks
-    in document order. A section's heading precedes its chunks and a document header each
-    change of document; unopened but relevant sections follow at the end as outlines."""
-    best: dict[tuple[str, Sid], float] = {}
-    for item in evidence:
-        key = (item.document_id, item.section_id)
-        best[key] = max(best.get(key, 0.0), item.result.agent_score)
-
-    def order(e: Evidence) -> tuple[Any, ...]:
-        if e.result.agent_score >= HIT_SCORE:
-            return (0, -e.result.agent_score, e.result.chunk_id)
-        key = (e.document_id, e.section_id)
-        return (1, -best[key], e.document_id, e.section_order, e.chunk_order)
-
-    ordered = sorted(evidence, key=order)
-    parts: list[str] = []
-    current: tuple[str, Sid] | None = None
-    for item in ordered:
-        if current is None or item.document_id != current[0]:
-            parts.append(f"# {item.source_file_name} (document {item.document_id})")
-        if (item.document_id, item.section_id) != current:
-            current = (item.document_id, item.section_id)
-            parts.append(f"## {' > '.join(item.section_path) or '(document start)'}")
-        pages = f", pages {','.join(map(str, item.result.pages))}" if item.result.pages else ""
-        parts.append(f"{item.text}\n[chunk {item.result.chunk_id}{pages}]")
-    names = {e.document_id: e.source_file_name for e in evidence}
-    for document_id in dict.fromkeys(e.document_id for e in ordered):
-        lines = [o.line for o in outlines if o.document_id == document_id]
-        if lines:
-            parts.append(
-                f"# {names[document_id]}: other sections (not opened)\n" + "\n".join(lines)
-            )
-    return "\n\n".join(parts)
-
-
-def result_cost(result: AgenticResult) -> int:
-    return tokens_of(result.model_dump_json())
-
-
-def preview_order(
-    layer: Sequence[PlanStep], outcomes: dict[str, StepOutcome], top_k: int
-) -> list[AgenticResult]:
-    """The hits a layer holds previews for, in reading order: the first step's top k (the
-    whole question, when it is in the layer), then each other step's best PART_PREVIEWS hits
-    that are new, so every part of a split question is answered by something."""
-    order: list[AgenticResult] = []
-    seen: set[str] = set()
-    for index, step in enumerate(layer):
-        fresh = [f for f in outcomes[step.id].fallback if f.chunk_id not in seen]
-        fresh = fresh[: top_k if index == 0 else PART_PREVIEWS]
-        seen.update(f.chunk_id for f in fresh)
-        order.extend(fresh)
-    return order
-
-
-class Previews:
-    """Room held for a preview of each hit of a layer, in rank order (within PREVIEW_SHARE of
-    what is left: a small budget still reads its best hits whole). A hit read whole gives its
-    preview's room to the next one, so the hits after the budget's last whole one are still
-    returned, as previews."""
-
-    def __init__(
-        self, budget: TokenBudget, hits: Sequence[AgenticResult], admitted: set[str]
-    ) -> None:
-        self.budget = budget
-        self.admitted = admitted
-        self.costs = {f.chunk_id: result_cost(f) + 4 for f in hits}
-        self.waiting = [c for c in dict.fromkeys(f.chunk_id for f in hits) if c not in admitted]
-        self.room = int(PREVIEW_SHARE * budget.remaining)
-        self.held: dict[str, int] = {}
-
-    def hold(self) -> None:
-        while self.waiting:
-            chunk_id = self.waiting[0]
-            if chunk_id not in self.admitted:
-                cost = self.costs[chunk_id]
-                if sum(self.held.values()) + cost > self.room:
-                    return
-                try:
-                    self.held[chunk_id] = self.budget.reserve(cost)
-                except BudgetExhausted:
-                    return
-            self.waiting.pop(0)
+    text, citations = render(passages)
+    return EvidenceResponse(
+        query=response.query,
+        namespace=response.namespace,
+        revision=response.revision,
+        mode="classic",
+        evidence_text=text,
+        results=citations,
+    )

@@ -3,7 +3,8 @@
 The rule-based planner is the default and needs no model: comparisons ("compare A and B",
 "A vs B") become one step per side, a financial measure computed from several statements one
 step per statement, multi-part questions one step per part, and a part that
-refers back ("when did *it* …") depends on the part it refers to and borrows its subject. An
+refers back ("when did *it* …") or names no subject of its own depends on the first part and
+borrows its subject. An
 LLM planner, when a model is configured, proposes a plan as JSON; any timeout, provider error
 or invalid plan falls back to the rule plan. No planner ever emits an answer step.
 """
@@ -146,9 +147,11 @@ class RulePlanner:
         for index, part in enumerate(parts[: MAX_PLAN_STEPS - 1], start=2):
             depends: list[str] = []
             text = part
-            if index > 2 and _BACK_REFERENCE.search(part):
+            # A later part that refers back ("when did *it* …") or names no subject of its own
+            # ("… relying on the cash flow statement") is about the first part's subject.
+            subject = _subject(steps[0].query) if steps else ""
+            if index > 2 and (_BACK_REFERENCE.search(part) or (subject and not _subject(part))):
                 depends = [steps[0].id]
-                subject = _subject(steps[0].query)
                 if subject and subject.lower() not in part.lower():
                     text = f"{part} {subject}"
             steps.append(
