@@ -595,3 +595,24 @@ def test_the_budget_is_spent_on_evidence(report_corpus, budget, share):
         response = ask(report_corpus, query, token_budget=budget)
         body = count_tokens(response.model_dump_json())
         assert count_tokens(response.evidence_text) >= share * body, query
+
+
+def test_the_whole_question_is_asked_again_within_the_document_of_its_best_hit(corpus):
+    from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
+    from query_service.retrieval.classic import classic_search
+    from query_service.retrieval.steps import run_step
+    from query_service.snapshot.sections import SectionCache
+
+    query = "mallards dabble for plants and seeds"
+    request = AgenticRequest(mode="agentic", query=query)
+    step = PlanStep(id="s1", query=query)
+    docs = SectionCache.of(corpus[1])
+    outcome = run_step(corpus[1], docs, request, step, depth=20, deepen=True)
+    best = outcome.hits[0].document_id
+    within = classic_search(
+        corpus[1], SearchRequest(query=query, filters=SearchFilters(document_ids=[best]))
+    )
+    assert [p.chunk_id for p in outcome.within] == [r.chunk_id for r in within.results]
+    assert {p.document_id for p in outcome.within} == {best}
+    plain = run_step(corpus[1], docs, request, step, depth=20)
+    assert plain.within == []

@@ -168,6 +168,7 @@ def _run_layer(
             max(step.top_k, FURTHER * run.request.top_k) if step is lead else step.top_k,
             navigator,
             run.budget,
+            step is lead,
         )
         for step in layer
     }
@@ -195,7 +196,11 @@ def _read(run: _Run, plan: Plan, frame: int) -> Reading:
     main = run.outcomes[lead.id]
     parts = [run.outcomes[s.id] for s in plan.steps if s.id != lead.id]
     lead_hits = {p.chunk_id for p in main.hits[:top_k]}
-    new = [[p for p in o.hits if p.chunk_id not in lead_hits] for o in parts]
+    # The question within its best document reads like one more part (`steps.run_step`).
+    new = [
+        [p for p in hits if p.chunk_id not in lead_hits]
+        for hits in (main.within, *(o.hits for o in parts))
+    ]
     core = [*main.hits[:top_k], *interleave([hits[:PART_HITS] for hits in new])]
     further = [*main.hits[top_k:], *interleave([hits[PART_HITS:] for hits in new])]
     context = interleave([o.context for o in (main, *parts)])

@@ -1,6 +1,7 @@
-"""One agentic step: discovery (classic fused search, the step's hits in rank order), then
-navigation of the section tree around the hits (`navigation`), whose opened sections give the
-context the evidence may read besides the hits. Every chunk comes back as a `Piece`: its compact
+"""One agentic step: discovery (classic fused search, the step's hits in rank order; for the
+whole question, again within the document of its best hit), then navigation of the section tree
+around the hits (`navigation`), whose opened sections give the context the evidence may read
+besides the hits. Every chunk comes back as a `Piece`: its compact
 text, where it is and how it was found."""
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ _SCOPE = {"namespace", "exclude_document_ids", "exclude_section_paths", "filters
 class StepOutcome:
     step: PlanStep
     hits: list[Piece] = field(default_factory=list)  # discovery order
+    within: list[Piece] = field(default_factory=list)  # its query within its best document
     context: list[Piece] = field(default_factory=list)  # best first
     error: str | None = None
     latency_ms: float = 0.0
@@ -51,12 +53,24 @@ def run_step(
     depth: int,
     navigator: Navigator | None = None,
     budget: TokenBudget | None = None,
+    deepen: bool = False,
 ) -> StepOutcome:
-    """Discovery `depth` deep, then the context of the sections navigation opens."""
+    """Discovery `depth` deep (`deepen`: and again within the document of its best hit), then
+    the context of the sections navigation opens."""
     started = time.perf_counter()
     allowed = allowed_types(request, step)
     hits = discover(revision, request, step, allowed, depth)
     outcome = StepOutcome(step=step, hits=[_hit_piece(revision, docs, h, step.id) for h in hits])
+    if deepen and hits and request.filters.document_ids != [hits[0].document_id]:
+        # The question again within the document of its best hit: in one document the ranking
+        # finds that document's pages better than in the whole store (a filing's statement
+        # page behind the notes that mention it).
+        best = request.filters.model_copy(update={"document_ids": [hits[0].document_id]})
+        scoped = request.model_copy(update={"filters": best})
+        outcome.within = [
+            _hit_piece(revision, docs, h, step.id)
+            for h in discover(revision, scoped, step, allowed, step.top_k)
+        ]
     terms = step_terms(revision, step.query)
     distance, proximity = navigate(docs, hits, request.max_depth)
     scored = score_sections(docs, request, terms, distance, proximity)
