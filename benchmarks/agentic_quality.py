@@ -295,8 +295,10 @@ def latency(client: httpx.Client, questions: Sequence[Row]) -> Row:
 
 
 def mcp_payload(url: str, key: str, questions: Sequence[Row]) -> Row:
-    """Tokens of the tools' text as the official MCP client receives it, per question."""
+    """Tokens of the tools' text as the official MCP client receives it, and of the document
+    text in it (`evidence_text`), per question."""
     sizes: dict[str, list[int]] = {"search top 10": [], "agentic_search 8000": []}
+    document_text: dict[str, list[int]] = {name: [] for name in sizes}
 
     async def main() -> None:
         async with (
@@ -315,12 +317,16 @@ def mcp_payload(url: str, key: str, questions: Sequence[Row]) -> Row:
                     result = await client.call_tool(tool, arguments)
                     text = "".join(c.text for c in result.content if isinstance(c, TextContent))
                     sizes[name].append(count_tokens(text))
+                    document_text[name].append(
+                        count_tokens(json.loads(text).get("evidence_text", ""))
+                    )
 
     anyio.run(main)
     return {
         name: {
             "tokens_mean": round(statistics.fmean(v)),
             "tokens_max": max(v),
+            "evidence_tokens_mean": round(statistics.fmean(document_text[name])),
         }
         for name, v in sizes.items()
     }

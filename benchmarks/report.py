@@ -203,47 +203,58 @@ def search_quality(r: Result) -> Lines:
 
 
 def agentic_quality(r: Result) -> Lines:
-    q = r.data["quality"]["table"]["all_questions"]
-    rows = []
-    for system, row in q.items():
-        agentic = system.startswith("agentic_")
-        rows.append(
-            [
-                system.replace("_", " ") + (" (diagnostic)" if system == "agentic_200000" else ""),
-                hits(row),
-                num(row.get("mrr@10"), 3),
-                num(row.get("evidence_hit")) if agentic else "-",
-                num(get(row, "budget_used", "p50"), 0) if agentic else "-",
-                num(row.get("took_ms_p50"), 1) if agentic else "-",
-            ]
-        )
     lines = [
-        "The shared corpus's questions over HTTP: classic (top 10) and agentic search (rule "
-        "planner) at each token budget.",
-        "",
-        *table(
-            ["system", "hit@1 / @5 / @10", "MRR@10", "evidence hit", "budget used p50", "ms p50"],
-            rows,
-        ),
+        "Every question over HTTP: classic (top 10) and agentic search (rule planner) at each "
+        "token budget, agentic scored on its primary answer alone (its `results` in order). "
+        "Recall: any passage of the answer hits; share: `evidence_text` tokens of the response's.",
     ]
+    for name, data in r.data.get("sets", {}).items():
+        summary = get(data, "summary") or {}
+        rows = []
+        for system, s in (summary.get("all") or {}).items():
+            agentic = system != "classic"
+            rows.append(
+                [
+                    f"agentic {system}" if agentic else "classic",
+                    hits(s),
+                    num(s.get("recall"), 3),
+                    num(s.get("empty")),
+                    num(s.get("evidence_share_mean"), 3) if agentic else "-",
+                    num(s.get("p50_ms"), 1),
+                ]
+            )
+        halves = "; ".join(
+            f"{half}: classic {hits(get(summary, half, 'classic'))}, agentic 8000 "
+            f"{hits(get(summary, half, '8000'))}"
+            for half in ("tuned", "held out")
+            if half in summary
+        )
+        lines += [
+            "",
+            f"**{name}** ({num(get(summary, 'all', 'classic', 'n'))} questions; {halves}):",
+            "",
+            *table(
+                ["system", "hit@1 / @5 / @10", "recall", "empty", "evidence share", "ms p50"],
+                rows,
+            ),
+        ]
     latency = r.data.get("latency")
     if isinstance(latency, dict):
         lines += [
             "",
-            f"In-process on {num(latency.get('chunks'))} synthetic chunks, "
-            f"{latency.get('queries')} queries:",
-            "",
-            *table(
-                ["system", "p50 ms", "p95 ms", "p99 ms"],
-                (
-                    [s, *(num(get(latency, s, k)) for k in ("p50_ms", "p95_ms", "p99_ms"))]
-                    for s in ("agentic", "classic")
-                ),
-            ),
+            "Development store over HTTP: "
+            + "; ".join(
+                f"{s} p50 {num(get(latency, s, 'p50_ms'), 1)} ms, p95 "
+                f"{num(get(latency, s, 'p95_ms'), 1)} ms"
+                for s in ("classic", "agentic")
+            )
+            + ". MCP tool text (tokens, mean): "
+            + "; ".join(
+                f"{k} {num(get(v, 'tokens_mean'))}" for k, v in (r.data.get("mcp") or {}).items()
+            )
+            + ".",
         ]
-    targets = "; ".join(
-        f"{name}: {met(t)}" for name, t in sorted(r.data.get("targets", {}).items())
-    )
+    targets = "; ".join(f"{name}: {met(t)}" for name, t in r.data.get("targets", {}).items())
     return [*lines, "", f"Targets: {targets}."]
 
 

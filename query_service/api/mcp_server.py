@@ -90,19 +90,29 @@ class _Caller:
             raise AccessDenied(401, "missing or invalid API key")
         return principal
 
-    async def answer(
-        self, ctx: Context, work: Callable[[Principal], bytes | BaseModel]
-    ) -> dict[str, Any]:
-        """`work` for the caller's principal in the service's pool, as the tool's result. What
-        the caller is told in words comes back as an error result, not raised: the SDK logs a
-        traceback for any exception a tool raises, and a refusal is already logged in one line."""
+    async def run(
+        self, ctx: Context, work: Callable[[Principal], Any]
+    ) -> tuple[Any, dict[str, Any] | None]:
+        """`work` for the caller's principal in the service's pool: (its result, None), or
+        (None, the error result) for what the caller is told in words. It comes back as an
+        error result, not raised: the SDK logs a traceback for any exception a tool raises,
+        and a refusal is already logged in one line."""
         try:
             principal = self.principal_of(ctx)
-            result = await asyncio.get_running_loop().run_in_executor(
+            done = await asyncio.get_running_loop().run_in_executor(
                 self.service.executor, work, principal
             )
         except _TOLD as exc:
-            return _error(exc)
+            return None, _error(exc)
+        return done, None
+
+    async def answer(
+        self, ctx: Context, work: Callable[[Principal], bytes | BaseModel]
+    ) -> dict[str, Any]:
+        """`work`'s result as the tool's result (or the error result)."""
+        result, error = await self.run(ctx, work)
+        if error is not None:
+            return error
         if isinstance(result, bytes):
             loaded: dict[str, Any] = json.loads(result)
             return loaded
@@ -126,13 +136,9 @@ class _Caller:
             lean = classic_evidence(SearchResponse.model_validate_json(body))
             return lean.model_dump_json().encode()
 
-        try:
-            principal = self.principal_of(ctx)
-            body = await asyncio.get_running_loop().run_in_executor(
-                self.service.executor, work, principal
-            )
-        except _TOLD as exc:
-            return _error(exc)
+        body, error = await self.run(ctx, work)
+        if error is not None:
+            return error
         text = body.decode()
         result = CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
