@@ -215,9 +215,8 @@ def test_table_evidence_reads_as_its_rows_and_cites_its_html(corpus):
     assert tables, "a table is among the passages"
     citation, text = tables[0]
     assert "<table>" not in text and " | " in text
-    assert "/resources/tables/" in citation.resource and citation.resource.endswith(
-        "?namespace=default"
-    )
+    resource = citation.resource or ""
+    assert "/resources/tables/" in resource and resource.endswith("?namespace=default")
 
 
 def test_exclusions_hold_in_every_phase(corpus):

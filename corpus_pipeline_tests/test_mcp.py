@@ -335,9 +335,12 @@ def run_by_name(url: str, name: str, key: str, body: Callable[[Client], Awaitabl
     named = url.replace("127.0.0.1", name)
 
     async def main() -> None:
-        async with httpx2.AsyncClient(
-            headers={"X-API-Key": key}, timeout=30, transport=_NamedHost(name)
-        ) as http, Client(streamable_http_client(f"{named}/mcp/", http_client=http)) as client:
+        async with (
+            httpx2.AsyncClient(
+                headers={"X-API-Key": key}, timeout=30, transport=_NamedHost(name)
+            ) as http,
+            Client(streamable_http_client(f"{named}/mcp/", http_client=http)) as client,
+        ):
             await body(client)
 
     anyio.run(main)
