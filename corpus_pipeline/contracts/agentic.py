@@ -139,5 +139,8 @@ class AgenticResponse(EvidenceResponse):
     plan: list[StepReport]
     planner: str
     budget: BudgetReport
-    stop_reason: Literal["completed", "budget_exhausted"]
+    stop_reason: Literal["completed", "budget_exhausted"] = Field(
+        description="`budget_exhausted`: evidence found was left out or cut to stay within the "
+        "budget (its size, or the share of it citations may take); `completed`: nothing was."
+    )
     took_ms: float

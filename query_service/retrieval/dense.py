@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -154,7 +155,16 @@ def query_vector(revision: Revision, query: str) -> tuple[DenseIndex, np.ndarray
     index = dense_index(revision)
     if index is None or not query.strip():
         return None
-    return index, query_embedder(index.spec).embed([query])[0]
+    return index, query_embedding(index.spec, query)
+
+
+@lru_cache(maxsize=2048)
+def query_embedding(spec: EmbeddingSpec, query: str) -> np.ndarray:
+    """A query's vector in a space, remembered: an agentic request asks the same question in
+    several steps (each a classic search that reranks by it), and agents repeat questions."""
+    vector: np.ndarray = query_embedder(spec).embed([query])[0]
+    vector.setflags(write=False)
+    return vector
 
 
 def dense_ranking(revision: Revision, query: str, limit: int) -> list[tuple[str, float]]:
