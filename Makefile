@@ -97,6 +97,8 @@ fix: setup
 ## filings_store: the 20 10-Qs ingested, then earlier quarters derived to a 40k-chunk filings
 ## archive, agentic and classic latency and the filing questions over HTTP: ~6 min;
 ## dense_latency: classic search at 100k chunks with and without the dense channel: ~5 min cached;
+## agentic_quality: the development corpus, the real-world store and financebench_dev ingested, then
+## every question classic and agentic at budgets 512-16,000 over HTTP, plus MCP payloads: ~25 min;
 ## ingest_speed: the 20 10-Q filings per stage, then ingested with 1 and 2 workers: ~8 min;
 ## sensor_ingest: 1,000 notes through the inbox sensor and dagster-daemon, with the document step
 ## in the run process and then in one of its own (multiprocess executor): ~7 min each,
