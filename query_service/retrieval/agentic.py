@@ -17,6 +17,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from corpus_pipeline.contracts import ChunkType
 from corpus_pipeline.contracts.agentic import (
@@ -46,7 +47,7 @@ from query_service.retrieval.passages import (
     interleave,
     read_evidence,
 )
-from query_service.retrieval.planner import Planner, layers
+from query_service.retrieval.planner import Planner, layers, whole_question
 from query_service.retrieval.steps import StepOutcome, allowed_types, run_step
 from query_service.snapshot.records import RunRecorder
 from query_service.snapshot.revision import Revision
@@ -184,7 +185,7 @@ def _run_layer(
 def _lead(request: AgenticRequest, steps: Sequence[PlanStep]) -> PlanStep | None:
     """The step that searches the whole question (a rule plan's first; a model's plan may have
     none)."""
-    whole = " ".join(request.query.split())
+    whole = whole_question(request)
     return next((s for s in steps if s.query == whole), None)
 
 
@@ -227,11 +228,10 @@ def _follower(run: _Run) -> Follow:
             return None
         document_id = piece.document_id
         rows = docs.chunks(document_id) if across else docs.rows_in(document_id, piece.section_id)
-        orders = [r["sort_order"] for r in rows]
         if back:
-            nearby = rows[: bisect_left(orders, piece.order)][::-1]
+            nearby = rows[: bisect_left(rows, piece.order, key=_order)][::-1]
         else:
-            nearby = rows[bisect_right(orders, piece.order) :]
+            nearby = rows[bisect_right(rows, piece.order, key=_order) :]
         for row in nearby:
             if row["chunk_id"] in piece.embeds or ChunkType(row["chunk_type"]) not in allowed:
                 continue
@@ -244,6 +244,10 @@ def _follower(run: _Run) -> Follow:
         return None
 
     return follow
+
+
+def _order(row: dict[str, Any]) -> int:
+    return int(row["sort_order"])
 
 
 def _response(
@@ -287,10 +291,9 @@ def _step_report(
     s: PlanStep, run: _Run, per_step: dict[str, int], request: AgenticRequest
 ) -> StepReport:
     outcome = run.outcomes.get(s.id)
-    whole = " ".join(request.query.split())
     return StepReport(
         id=s.id,
-        query=None if s.query == whole else s.query,
+        query=None if s.query == whole_question(request) else s.query,
         depends_on=s.depends_on,
         status=run.statuses.get(s.id, "skipped"),  # type: ignore[arg-type]
         tokens=per_step.get(s.id, 0),

@@ -14,7 +14,12 @@ from typing import Any
 
 from corpus_pipeline.common.textedit import Edit, apply_edits, shift_offset
 from corpus_pipeline.contracts.agentic import Citation, EvidenceResponse
-from corpus_pipeline.contracts.search import Resource, SearchResponse, resource_url
+from corpus_pipeline.contracts.search import (
+    Resource,
+    SearchResponse,
+    SearchResult,
+    resource_url,
+)
 from query_service.retrieval.budget import tokens_of
 from query_service.snapshot.sections import SectionPath, Sid
 from query_service.snapshot.store import resource_marker
@@ -293,28 +298,28 @@ def read_on_overhead(piece: Piece, first: bool) -> int:
     return tokens_of(piece.chunk_id) + 3 + (6 if first else 0)
 
 
+def result_piece(result: SearchResult, step_id: str = "") -> Piece:
+    """A search result as evidence, as classic search cites it and with its searched content
+    (no place in its document's rows: it reads on into nothing)."""
+    return Piece(
+        chunk_id=result.chunk_id,
+        document_id=result.document_id,
+        source_file_name=result.source_file_name,
+        section_id=result.section_id or "",
+        section_path=tuple(result.section_path),
+        order=-1,
+        pages=tuple(result.pages),
+        text=result.content,
+        resource=result.resource.url if result.resource else None,
+        score=result.score,
+        step_id=step_id,
+    )
+
+
 def classic_evidence(response: SearchResponse) -> EvidenceResponse:
     """Classic results in the lean shape agentic search answers with (MCP's `search`): each
     result's text once, in `evidence_text`, and a citation per result."""
-    passages = [
-        Passage(
-            [
-                Piece(
-                    chunk_id=r.chunk_id,
-                    document_id=r.document_id,
-                    source_file_name=r.source_file_name,
-                    section_id=r.section_id or "",
-                    section_path=tuple(r.section_path),
-                    order=0,
-                    pages=tuple(r.pages),
-                    text=r.content,
-                    resource=r.resource.url if r.resource else None,
-                    score=r.score,
-                )
-            ]
-        )
-        for r in response.results
-    ]
+    passages = [Passage([result_piece(r)]) for r in response.results]
     text, citations = render(passages)
     return EvidenceResponse(
         query=response.query,

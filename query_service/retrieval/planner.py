@@ -94,11 +94,16 @@ def _subject(text: str) -> str:
     return " ".join(w for w in words if w != first)
 
 
+def whole_question(request: AgenticRequest) -> str:
+    """The question as the step that searches all of it asks it (white space folded)."""
+    return " ".join(request.query.split())
+
+
 class RulePlanner:
     name = "rule"
 
     def plan(self, request: AgenticRequest) -> Plan:
-        query = " ".join(request.query.split())
+        query = whole_question(request)
         types = list(request.chunk_types)
         # The whole question is always the first step: its hits lead the evidence, so a split
         # plan never reads less than one search for the question would return.

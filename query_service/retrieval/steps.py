@@ -14,7 +14,7 @@ from corpus_pipeline.contracts.agentic import AgenticRequest, PlanStep
 from corpus_pipeline.contracts.search import SearchRequest, SearchResult
 from query_service.retrieval.budget import TokenBudget
 from query_service.retrieval.classic import classic_search
-from query_service.retrieval.evidence import Piece, piece_of
+from query_service.retrieval.evidence import Piece, piece_of, result_piece
 from query_service.retrieval.navigation import (
     Navigator,
     choose_sections,
@@ -119,16 +119,4 @@ def _hit_piece(revision: Revision, docs: SectionCache, hit: SearchResult, step_i
     path, sid = tuple(hit.section_path), hit.section_id or ""
     if row is not None:
         return piece_of(revision.namespace, row, by_id, path, sid, hit.score, step_id)
-    return Piece(  # not among its document's rows (never expected): its searched content
-        chunk_id=hit.chunk_id,
-        document_id=hit.document_id,
-        source_file_name=hit.source_file_name,
-        section_id=sid,
-        section_path=path,
-        order=-1,
-        pages=tuple(hit.pages),
-        text=hit.content,
-        resource=hit.resource.url if hit.resource else None,
-        score=hit.score,
-        step_id=step_id,
-    )
+    return result_piece(hit, step_id)  # not among its document's rows (never expected)
