@@ -348,7 +348,10 @@ def run_by_name(url: str, name: str, key: str, body: Callable[[Client], Awaitabl
 
 def test_mcp_answers_agents_on_the_host_names_it_is_configured_with(corpus: CorpusSettings) -> None:
     settings = ServiceSettings(
-        home=corpus.home, reload_seconds=0.2, mcp_allowed_hosts=["corpus-query"]
+        home=corpus.home,
+        reload_seconds=0.2,
+        mcp_allowed_hosts=["corpus-query"],
+        mcp_allowed_origins=["https://agents.example.com"],
     )
 
     async def body(client: Client) -> None:
@@ -369,6 +372,16 @@ def test_mcp_answers_agents_on_the_host_names_it_is_configured_with(corpus: Corp
             headers={**headers, "Host": f"corpus-query:{port}", "Origin": "http://evil.example"},
         )
         assert cross_site.status_code == 403
+        named_origin = httpx.post(
+            f"{url}/mcp/",
+            json=INITIALIZE,
+            headers={
+                **headers,
+                "Host": f"corpus-query:{port}",
+                "Origin": "https://agents.example.com",
+            },
+        )
+        assert named_origin.status_code == 200, named_origin.text
 
 
 def test_by_default_mcp_answers_only_local_host_names(service: str) -> None:

@@ -68,7 +68,16 @@ class ServiceSettings(HomeLayout, BaseSettings):
     llm_requests_per_minute: int = Field(default=60, ge=1)
     llm_timeout_seconds: float = Field(default=20.0, gt=0)
 
-    @field_validator("mcp_allowed_hosts", mode="before")
+    mcp_allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description=(
+            "Browser origins (`scheme://host[:port]`, `:*` for any port) allowed to call the MCP "
+            "endpoint besides those on CORPUS_MCP_ALLOWED_HOSTS, comma-separated (a web agent "
+            "served from another name). Any other Origin gets 403."
+        ),
+    )
+
+    @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
     @classmethod
     def _host_list(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -83,4 +92,12 @@ class ServiceSettings(HomeLayout, BaseSettings):
         bad = [h for h in value if h != "*" and ("/" in h or " " in h or h.startswith(":"))]
         if bad:
             raise ValueError(f"not a host name or host:port: {bad}")
+        return value
+
+    @field_validator("mcp_allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        bad = [o for o in value if not o.startswith(("http://", "https://")) or " " in o]
+        if bad:
+            raise ValueError(f"not an origin (scheme://host[:port]): {bad}")
         return value

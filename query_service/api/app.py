@@ -51,7 +51,9 @@ def create_app(
     # CORPUS_MCP_ALLOWED_HOSTS are refused (421): DNS rebinding protection.
     mcp_app = mcp.streamable_http_app(
         streamable_http_path="/",
-        transport_security=transport_security(settings.mcp_allowed_hosts),
+        transport_security=transport_security(
+            settings.mcp_allowed_hosts, settings.mcp_allowed_origins
+        ),
         stateless_http=True,
     )
     app = FastAPI(

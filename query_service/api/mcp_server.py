@@ -44,16 +44,20 @@ namespace. A citation's `resource` downloads its table or image over HTTP with t
 key. Cite document_id, chunk_id, source_file_name and section_path of what you use."""
 
 
-def transport_security(hosts: list[str]) -> TransportSecuritySettings:
+def transport_security(hosts: list[str], origins: list[str]) -> TransportSecuritySettings:
     """DNS rebinding protection for the host names agents reach the service by: a name without
-    a port matches any port, browser origins on those names pass, `*` turns the check off."""
+    a port matches any port; browser origins on those names pass, and the `origins` named
+    besides; `*` turns the check off."""
     if "*" in hosts:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     names = [n for host in hosts for n in ([host] if _has_port(host) else [host, f"{host}:*"])]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=names,
-        allowed_origins=[f"{scheme}://{n}" for n in names for scheme in ("http", "https")],
+        allowed_origins=[
+            *(f"{scheme}://{n}" for n in names for scheme in ("http", "https")),
+            *origins,
+        ],
     )
 
 
