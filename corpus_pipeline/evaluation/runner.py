@@ -4,8 +4,9 @@ The path is the query service itself: in-process, the `QueryService` object that
 routes call (same access check, answer cache and statistics; no copy of search logic), or a
 running service over HTTP (`POST /v1/search` with an API key). Each answer is mapped to the
 results as a user reads them: classic results in rank order; agentic results as the agent reads
-its answer, the `results` in order, each with its passage's text (its span of `evidence_text`),
-with the evidence tokens the budget bought (the plan's steps' `tokens`). A question the service refuses (422) is a miss with its reason; a run
+its answer, the `results` in order, each with its passage's text (its span of
+`evidence_text`), with the evidence tokens the budget bought (the plan's steps' `tokens`). A
+question the service refuses (422) is a miss with its reason; a run
 that cannot go on (no namespace, a refused key, no service) raises `EvalError`.
 """
 
@@ -150,7 +151,7 @@ def _hit(result: CitedChunk) -> Hit:
     )
 
 
-def reading_order(response: AgenticResponse) -> list[Hit]:
+def primary_answer(response: AgenticResponse) -> list[Hit]:
     """The agentic answer as the agent reads it: its results in order, each with its passage's
     text."""
     return [
@@ -181,7 +182,7 @@ def parse_answer(body: bytes, revision: int | None, mode: EvalMode) -> Asked:
         if mode == "agentic":
             agentic = AgenticResponse.model_validate_json(body)
             tokens = sum(step.tokens for step in agentic.plan)
-            hits = reading_order(agentic)
+            hits = primary_answer(agentic)
             return Asked(hits, revision or agentic.revision, tokens)
         classic = SearchResponse.model_validate_json(body)
     except ValidationError as exc:
