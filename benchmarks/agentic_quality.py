@@ -233,7 +233,9 @@ def summary(rows: Sequence[Row], system: str) -> Row:
     else:
         out["recall"] = round(sum(1 for g in got if g.get("recall")) / n, 3)
         out["empty"] = sum(1 for g in got if g.get("empty", True))
-        answered = [g for g in got if g.get("response_tokens")]
+        # The share of evidence in the responses that hold any (where nothing matches, the
+        # response is its frame alone, as classic's is an empty list).
+        answered = [g for g in got if g.get("response_tokens") and not g.get("empty")]
         if answered:
             shares = [g["evidence_tokens"] / g["response_tokens"] for g in answered]
             out["evidence_share_mean"] = round(statistics.fmean(shares), 3)
@@ -392,7 +394,8 @@ def targets(result: Row) -> Row:
             out[f"{name}: evidence recall >= classic hit@10 + 0.05"] = {
                 "recall": s[b]["recall"],
                 "classic_hit@10": s["classic"]["hit@10"],
-                "met": s[b]["recall"] >= s["classic"]["hit@10"] + 0.05,
+                # Where classic's top 10 already holds every gold page, recall cannot be higher.
+                "met": s[b]["recall"] >= min(1.0, s["classic"]["hit@10"] + 0.05),
             }
     for budget, least in ((1000, 0.5), (2000, 0.7), (8000, 0.7)):
         shares = {

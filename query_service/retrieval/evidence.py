@@ -25,6 +25,8 @@ from query_service.snapshot.sections import SectionPath, Sid
 from query_service.snapshot.store import resource_marker
 
 CUT_MARK = " […cut: `read` returns the rest]"
+# Between two hits of one section that are not next to each other: rows skipped.
+GAP_MARK = "\n\n[…]\n\n"
 # Where a cut may end a chunk's text: after a sentence, or at a line break (a table row, a list
 # item, a paragraph); a word boundary only when the first sentence alone does not fit.
 _SENTENCE_OR_ROW = re.compile(r"(?<=[.!?:;])[\"'”’)\]]*(?=\s)|(?=\n)")
@@ -66,14 +68,16 @@ class Piece:
 
 @dataclass
 class Passage:
-    """Chunks read in a row, in document order: the one it was found by (its anchor), the
-    ones before it the passage reads back into and the ones after it reads on into. `cut`
-    holds the last chunk's text when the budget ended in it."""
+    """Chunks of one section in document order: the one it was found by (its anchor), the ones
+    before it the passage reads back into and the ones after it reads on into, and further hits
+    of the same section joined to it (`gaps`: the chunks before which rows were skipped, shown
+    as GAP_MARK). `cut` holds the last chunk's text when the budget ended in it."""
 
     pieces: list[Piece]
     cut: str | None = None
     core: bool = False  # a hit of the question or of one of its parts (never dropped)
     anchor_at: int = 0
+    gaps: frozenset[str] = frozenset()
 
     @property
     def anchor(self) -> Piece:
@@ -87,11 +91,17 @@ class Passage:
         texts = [p.text for p in self.pieces]
         if self.cut is not None:
             texts[-1] = self.cut
-        return "\n\n".join(t for t in texts if t)
+        out = texts[0]
+        for piece, text in zip(self.pieces[1:], texts[1:], strict=True):
+            out += (GAP_MARK if piece.chunk_id in self.gaps else "\n\n") + text
+        return out
 
     def text_cost(self) -> int:
-        return sum(p.cost for p in self.pieces[:-1]) + json_tokens(
-            self.last.text if self.cut is None else self.cut + CUT_MARK
+        gaps = sum(1 for p in self.pieces[1:] if p.chunk_id in self.gaps)
+        return (
+            sum(p.cost for p in self.pieces[:-1])
+            + json_tokens(self.last.text if self.cut is None else self.cut + CUT_MARK)
+            + gaps * GAP_COST
         )
 
     def chunk_ids(self) -> set[str]:
@@ -99,7 +109,7 @@ class Passage:
 
     def but(self, pieces: list[Piece], cut: str | None) -> Passage:
         """The same passage over other pieces (its anchor among them)."""
-        return Passage(pieces, cut, self.core, pieces.index(self.anchor))
+        return Passage(pieces, cut, self.core, pieces.index(self.anchor), self.gaps)
 
 
 @lru_cache(maxsize=16384)
@@ -107,6 +117,9 @@ def json_tokens(text: str) -> int:
     """Tokens of a text inside a JSON string (newlines and quotes escaped), as the response
     carries it."""
     return tokens_of(json.dumps(text, ensure_ascii=False)) - 1
+
+
+GAP_COST = json_tokens(GAP_MARK)
 
 
 def _edited(content: str, edits: list[Edit]) -> str:
@@ -232,7 +245,7 @@ def heading(number: int, passage: Passage, previous: Passage | None) -> str:
     """A passage's `[n]` line: its file and section when they change, and its pages."""
     anchor = passage.anchor
     pages = _pages(sorted({page for p in passage.pieces for page in p.pages}))
-    path = " > ".join(anchor.section_path) or "(document start)"
+    path = _relative_path(anchor, previous.anchor if previous is not None else None)
     parts = [f"[{number}]"]
     if previous is None or previous.anchor.document_id != anchor.document_id:
         parts.append(anchor.source_file_name + ("," if pages else ""))
@@ -244,6 +257,21 @@ def heading(number: int, passage: Passage, previous: Passage | None) -> str:
     ):
         parts.append(f"· {path}")
     return " ".join(parts)
+
+
+def _relative_path(anchor: Piece, previous: Piece | None) -> str:
+    """The section path as read after the previous passage: the headings it shares with the
+    previous passage's path (same document) shown as "…" (the citation holds the whole path)."""
+    path = list(anchor.section_path)
+    if not path:
+        return "(document start)"
+    shared = 0
+    if previous is not None and previous.document_id == anchor.document_id:
+        for mine, theirs in zip(path[:-1], previous.section_path, strict=False):
+            if mine != theirs:
+                break
+            shared += 1
+    return " > ".join(["…"] * bool(shared) + path[shared:])
 
 
 def render(passages: Sequence[Passage]) -> tuple[str, list[Citation]]:

@@ -7,7 +7,8 @@ shares the room evenly: a hit that does not fit its share is cut at a sentence o
 so a small budget still reads the start of every hit it lists rather than one hit whole.
 
 With room left, the evidence grows in this order: the question's hits past its top k and the
-parts' further hits; each passage reading on into the next chunk of its section and back into
+parts' further hits (one in the section of a passage read joins that passage, after a gap
+mark where rows are skipped: one citation for both); each passage reading on into the next chunk of its section and back into
 the one before; the context navigation opened; then passages reading on further, in their
 section and then past it. The first thing that does not fit is cut to the room left (a chunk
 read back into is read whole or not at all), and reading ends; where the room left would hold
@@ -28,6 +29,7 @@ from functools import partial
 from itertools import zip_longest
 
 from query_service.retrieval.evidence import (
+    GAP_COST,
     Passage,
     Piece,
     cut_text,
@@ -43,13 +45,14 @@ PART_HITS = 2  # new hits of each part of a split question in the core
 def non_evidence_share(limit: int) -> float:
     """The most of the budget that citations and the response's frame may take once it is
     spent (the JSON escapes of the evidence take a few percent more): 44 % at 1,000 tokens and
-    below (one or two passages), 22 % at 2,000, rising to 26 % at 8,000 and above, where each
-    passage reads on further and so carries more text per citation."""
+    below (one or two passages), 22 % at 2,000, rising to 30 % at 8,000 and above, where the
+    budget reaches past the question's top k hits and each further hit in a section of its own
+    needs a citation (on long filings 130–200 tokens with its section path)."""
     if limit <= 1000:
         return 0.44
     if limit <= 2000:
         return 0.44 - 0.22 * (limit - 1000) / 1000
-    return 0.22 + 0.04 * min(limit - 2000, 6000) / 6000
+    return 0.22 + 0.08 * min(limit - 2000, 6000) / 6000
 
 
 Follow = Callable[[Piece, set[str], bool, bool], Piece | None]
@@ -102,6 +105,14 @@ class Reading:
             passage.cut = cut
         self.text += passage.text_cost() - before
         self.read |= {piece.chunk_id, *piece.embeds}
+
+    def join(self, passage: Passage, piece: Piece, cut: str | None = None) -> None:
+        """A further hit of a passage's section, not next to it, read in the same passage after
+        a gap (before it, when it comes first in the section): its own citation saved."""
+        back = piece.order < passage.pieces[0].order
+        gap = (passage.pieces[0] if back else piece).chunk_id
+        passage.gaps = passage.gaps | {gap}
+        self.extend(passage, piece, back, cut)
 
 
 def read_evidence(
@@ -189,7 +200,7 @@ def _moves(
     of evidence once nothing else reads on)."""
     for late in (False, True):
         for piece in further:
-            yield partial(_open, reading, piece, late)
+            yield partial(_open, reading, piece, late, follow)
         if not late:
             yield from _read_on_round(reading, follow, across=False)
         for piece in context:
@@ -230,10 +241,13 @@ def _read_on(reading: Reading, passage: Passage, follow: Follow, across: bool, b
     return False
 
 
-def _open(reading: Reading, piece: Piece, late: bool) -> bool:
+def _open(reading: Reading, piece: Piece, late: bool, follow: Follow | None = None) -> bool:
     fresh = _fresh(reading, piece)
     if fresh is None:
         return True
+    joined = None if follow is None else _join(reading, fresh, follow)
+    if joined is not None:
+        return joined
     previous = reading.passages[-1] if reading.passages else None
     overhead = passage_overhead(Passage([fresh]), previous)
     if not reading.may_open(overhead, min(fresh.cost, max(reading.left - overhead, 0)), late):
@@ -248,6 +262,42 @@ def _open(reading: Reading, piece: Piece, late: bool) -> bool:
         return True  # too little room for it: something smaller may still fit
     reading.open(fresh, core=False, cut=cut)
     return False
+
+
+def _section_passage(reading: Reading, piece: Piece) -> Passage | None:
+    """The passage of the piece's section it may join (not one cut where the piece would come
+    after it)."""
+    if piece.order < 0 or not piece.section_id:
+        return None
+    for passage in reading.passages:
+        first = passage.pieces[0]
+        if (first.document_id, first.section_id) != (piece.document_id, piece.section_id):
+            continue
+        if first.order < 0:
+            continue
+        if piece.order < first.order or (piece.order > passage.last.order and not passage.cut):
+            return passage
+    return None
+
+
+def _join(reading: Reading, piece: Piece, follow: Follow) -> bool | None:
+    """A further hit joined to the passage of its section, after a gap unless it is the next
+    chunk (None: it has none, or would not fit there whole: it opens, or is cut, as a passage
+    of its own)."""
+    passage = _section_passage(reading, piece)
+    if passage is None:
+        return None
+    back = piece.order < passage.pieces[0].order
+    overhead = read_on_overhead(piece, first=len(passage.pieces) == 1)
+    if overhead + GAP_COST + piece.cost > reading.left:
+        return None
+    edge = passage.pieces[0] if back else passage.last
+    nearby = follow(edge, set(), False, back)
+    if nearby is not None and nearby.chunk_id == piece.chunk_id:
+        reading.extend(passage, piece, back)
+    else:
+        reading.join(passage, piece)
+    return True
 
 
 def interleave(lists: Sequence[Sequence[Piece]]) -> list[Piece]:
