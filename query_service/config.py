@@ -41,6 +41,14 @@ class ServiceSettings(HomeLayout, BaseSettings):
     mirror_poll_seconds: float = Field(
         default=5.0, gt=0, description="How often a replica looks for a new revision in the store."
     )
+    query_max_body_kb: int = Field(
+        default=1024,
+        ge=1,
+        description=(
+            "The largest request body the query service reads (KiB), checked from "
+            "Content-Length before the body and while it streams (413 past it); after the key."
+        ),
+    )
     cache_max_entries: int = Field(default=2048, ge=0)
     cache_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     access_prior_weight: float = Field(

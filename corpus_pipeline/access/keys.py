@@ -55,6 +55,7 @@ log = logging.getLogger("corpus.access")
 LOCAL = Principal(name="local", namespaces=frozenset({"*"}), writes=frozenset({"*"}))
 CREATE_COMMAND = "corpus keys create NAME --read NAMESPACE"
 CHECK_SECONDS = 1.0
+STATE_PRINCIPAL = "principal"  # where a principal resolved before the route waits (scope state)
 USAGE_WRITE_SECONDS = 60.0
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 NAMESPACE_PATTERN = re.compile(r"^([a-z0-9][a-z0-9_-]{0,63}|\*)$")
@@ -497,6 +498,9 @@ async def require_principal(
     MCP applies too, so both surfaces read a malformed header (`Bearer` with a blank key
     beside an `X-API-Key`, say) alike."""
     del bearer, x_api_key  # parsed by FastAPI for the schemes; `api_key_from` decides
+    resolved = request.scope.get("state", {}).get(STATE_PRINCIPAL)
+    if isinstance(resolved, Principal):  # by `guard.RequestGuard`, before the body was read
+        return resolved
     resolver: KeyResolver = request.app.state.keys
     return principal_for_authorization(
         resolver,

@@ -8,7 +8,13 @@ from pydantic import Field
 
 from corpus_pipeline.contracts.artifacts import ChunkType
 from corpus_pipeline.contracts.base import Contract, SectionId
-from corpus_pipeline.contracts.search import ChunkTypes, QueryText, SearchFilters
+from corpus_pipeline.contracts.search import (
+    ChunkTypes,
+    DocumentIds,
+    QueryText,
+    SearchFilters,
+    SectionPaths,
+)
 
 MAX_PLAN_STEPS = 8
 
@@ -39,8 +45,8 @@ class AgenticRequest(Contract):
         default=10, ge=1, le=100, description="Results to list (evidence may cover fewer)."
     )
     chunk_types: ChunkTypes = Field(default_factory=lambda: list(ChunkType))
-    exclude_document_ids: list[str] = Field(default_factory=list, max_length=1000)
-    exclude_section_paths: list[list[str]] = Field(default_factory=list, max_length=1000)
+    exclude_document_ids: DocumentIds = Field(default_factory=list)
+    exclude_section_paths: SectionPaths = Field(default_factory=list)
     filters: SearchFilters = Field(default_factory=SearchFilters)
     max_depth: int = Field(
         default=2, ge=0, le=5, description="Section-tree hops from discovered sections."

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from corpus_pipeline.contracts.artifacts import ChunkType, DocNav, Manifest
 from corpus_pipeline.contracts.base import Contract, SectionId
-from corpus_pipeline.contracts.search import Resource
+from corpus_pipeline.contracts.search import MAX_PATH_DEPTH, FilterValue, Resource
 
 NAMESPACE_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
@@ -77,7 +77,7 @@ class ReadRef(Contract):
     chunk_id: str | None = Field(default=None, max_length=64)
     document_id: str | None = Field(default=None, max_length=200)
     section_id: str | None = Field(default=None, pattern=r"^s[0-9]{1,9}$")
-    section_path: list[str] | None = Field(default=None, max_length=64)
+    section_path: list[FilterValue] | None = Field(default=None, max_length=MAX_PATH_DEPTH)
 
     @model_validator(mode="after")
     def _one_kind(self) -> ReadRef:
@@ -94,10 +94,21 @@ class ReadRef(Contract):
         return self
 
 
+MAX_READ_CHUNKS = 1000  # chunks one read answers with, over all its refs
+
+
 class ReadRequest(Contract):
+    """Refs read in order; a ref given twice is read once. One answer holds at most
+    MAX_READ_CHUNKS chunks: the refs past it answer `truncated` (ask for them again)."""
+
     namespace: str = Field(default="default", pattern=NAMESPACE_PATTERN)
     refs: list[ReadRef] = Field(min_length=1, max_length=100)
     max_chunks_per_ref: int = Field(default=50, ge=1, le=500)
+
+    @field_validator("refs")
+    @classmethod
+    def _once_each(cls, refs: list[ReadRef]) -> list[ReadRef]:
+        return list({ref.model_dump_json(): ref for ref in refs}.values())
 
 
 class ReadChunk(Contract):

@@ -96,7 +96,23 @@ def _types_not_empty(value: list[ChunkType]) -> list[ChunkType]:
 _FISCAL_PERIOD = re.compile(r"(?:19|20)\d{2}(?:[qQ][1-4])?")
 QueryText = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_query_has_text)]
 ChunkTypes = Annotated[list[ChunkType], AfterValidator(_types_not_empty)]
-_FilterList = list[str] | None
+
+# Bounds of every list and string a search request may carry: a request's size (and the work
+# and memory it costs) is bounded by its model, refused with 422 before any search runs.
+MAX_FILTER_VALUES = 100  # values of one filter field
+MAX_FILTER_VALUE_CHARS = 512  # characters of one filter value (a path prefix, an issuer, …)
+MAX_ID_CHARS = 200  # a document or chunk id
+MAX_DOCUMENT_IDS = 1000  # document ids in `filters.document_ids` or `exclude_document_ids`
+MAX_SECTION_PATHS = 100  # section paths excluded
+MAX_PATH_DEPTH = 32  # headings in one section path
+FilterValue = Annotated[str, Field(max_length=MAX_FILTER_VALUE_CHARS)]
+DocumentId = Annotated[str, Field(max_length=MAX_ID_CHARS)]
+_FilterList = Annotated[list[FilterValue], Field(max_length=MAX_FILTER_VALUES)] | None
+DocumentIds = Annotated[list[DocumentId], Field(max_length=MAX_DOCUMENT_IDS)]
+SectionPaths = Annotated[
+    list[Annotated[list[FilterValue], Field(max_length=MAX_PATH_DEPTH)]],
+    Field(max_length=MAX_SECTION_PATHS),
+]
 
 
 class SearchFilters(Contract):
@@ -118,7 +134,7 @@ class SearchFilters(Contract):
     date_to: date | None = Field(
         default=None, description="Inclusive, over the document's own date."
     )
-    document_ids: _FilterList = Field(default=None, min_length=1)
+    document_ids: DocumentIds | None = Field(default=None, min_length=1)
     path_prefix: _FilterList = Field(
         default=None, min_length=1, description="Prefixes of the source file path."
     )
@@ -175,11 +191,9 @@ class SearchRequest(Contract):
     namespace: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     top_k: int = Field(default=10, ge=1, le=200)
     chunk_types: ChunkTypes = Field(default_factory=lambda: list(ChunkType))
-    exclude_document_ids: list[str] = Field(default_factory=list, max_length=1000)
-    exclude_section_paths: list[list[str]] = Field(
-        default_factory=list,
-        max_length=1000,
-        description="Section paths (heading titles from the root).",
+    exclude_document_ids: DocumentIds = Field(default_factory=list)
+    exclude_section_paths: SectionPaths = Field(
+        default_factory=list, description="Section paths (heading titles from the root)."
     )
     filters: SearchFilters = Field(default_factory=SearchFilters)
     weights: dict[str, float] | None = Field(

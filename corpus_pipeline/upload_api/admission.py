@@ -188,10 +188,13 @@ def _replaced(
         return None
     if files != 1:
         raise Refused(400, "replace_document_id takes exactly one file")
+    # One answer whether the document exists nowhere or in a namespace this upload does not
+    # go to (or the key cannot read): no oracle for ids, which are computable from names.
+    missing = HTTPException(404, f"no document '{document_id}' in namespace '{namespace}'")
     try:
         record = registry.get(document_id)
     except CorpusError:
-        raise HTTPException(404, f"no document '{document_id}'") from None
+        raise missing from None
     if record.namespace != namespace or not may_read(who, record.namespace):
-        raise HTTPException(404, f"no document '{document_id}' in namespace '{namespace}'")
+        raise missing
     return record

@@ -40,6 +40,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from corpus_pipeline.access.guard import RequestGuard
 from corpus_pipeline.access.keys import KeyResolver, install
 from corpus_pipeline.access.openapi import SWAGGER_UI, amend_openapi
 from corpus_pipeline.common.settings import CorpusSettings
@@ -72,9 +73,11 @@ def create_ingest_app(settings: CorpusSettings, *, worker: bool = True) -> FastA
     )
     app.state.ingest = state
     # The query service's resolver (`access`): same key file, reloaded when it changes.
-    install(
-        app, KeyResolver(settings.keys_file, open_access=settings.open_access, home=settings.home)
-    )
+    keys = KeyResolver(settings.keys_file, open_access=settings.open_access, home=settings.home)
+    install(app, keys)
+    # The key before any route reads a body (the upload route streams its files with limits of
+    # its own, so the body is left to it).
+    app.add_middleware(RequestGuard, resolver=keys, max_body=None)
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

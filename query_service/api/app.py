@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
+from corpus_pipeline.access.guard import RequestGuard
 from corpus_pipeline.access.keys import AccessDenied, denied_response, install
 from corpus_pipeline.access.openapi import SWAGGER_UI, amend_openapi
 from corpus_pipeline.contracts.artifacts import Manifest
@@ -65,6 +66,10 @@ def create_app(
     )
     app.state.service = service
     install(app, service.keys)
+    # The key, then the body's size, before FastAPI reads a byte of a body (`guard`).
+    app.add_middleware(
+        RequestGuard, resolver=service.keys, max_body=settings.query_max_body_kb * 1024
+    )
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -13,6 +13,7 @@ from corpus_pipeline.common.textedit import Edit, apply_edits
 from corpus_pipeline.contracts import ChunkMetadata, ChunkType, DocNav, Manifest, Relation
 from corpus_pipeline.contracts import published as t
 from corpus_pipeline.contracts.api import (
+    MAX_READ_CHUNKS,
     DocumentDetail,
     DocumentList,
     DocumentSummary,
@@ -266,8 +267,21 @@ def _chunk_row(
 def read(revision: Revision, request: ReadRequest) -> ReadResponse:
     """Each ref resolved on its own: one bad ref never hides the others."""
     items = []
+    left = MAX_READ_CHUNKS
     for ref in request.refs:
-        items.append(_read_ref(revision, ref, request.max_chunks_per_ref))
+        if left == 0:
+            items.append(
+                ReadItem(
+                    ref=ref,
+                    status="ok",
+                    truncated=True,
+                    message=f"not read: this answer holds {MAX_READ_CHUNKS} chunks; ask again",
+                )
+            )
+            continue
+        item = _read_ref(revision, ref, min(request.max_chunks_per_ref, left))
+        left -= len(item.chunks)
+        items.append(item)
     return ReadResponse(namespace=revision.namespace, revision=revision.number, items=items)
 
 
