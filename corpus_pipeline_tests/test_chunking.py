@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from corpus_pipeline.common.ids import chunk_id_for
 from corpus_pipeline.contracts import ChunkType, LinkSpan, ParsedRow, Relation, RowType
 from corpus_pipeline.enrich.text import extractive_summary
 from corpus_pipeline.quality.artifacts import hash_text_of
 from corpus_pipeline.structure.chunking import (
+    RESOURCE_MAX_TOKENS,
     ChunkingOptions,
     ChunkingResult,
     build_chunks,
@@ -383,3 +386,20 @@ def test_a_tiny_tail_joins_the_chunk_before_it_in_its_section():
     assert chunks[-1].content.endswith(
         f"{SENTENCE}\n\nSee also the geese and the swans that share these lakes and rivers in the long northern winter months."
     )
+
+
+def test_text_without_spaces_is_cut_into_windows_within_the_limit():
+    # base64-like, no space anywhere (and no repeats: identical windows would be one chunk)
+    blob = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(300))
+    chunks = Rows().add(RowType.PARAGRAPH, f"Attachment data: {blob} end.").build().chunks
+    assert len(chunks) > 10
+    assert all(c.metadata.tokens <= OPTIONS.max_tokens for c in chunks)
+    assert "".join("".join(c.content.split()) for c in chunks) == f"Attachmentdata:{blob}end."
+
+
+def test_a_resource_text_no_parser_could_part_is_bounded_and_marked():
+    alt = " ".join(f"label{i}" for i in range(5000))  # an image's alt text of ~10k tokens
+    result = Rows().add(RowType.IMAGE, alt, resource_path="images/abc.png").build()
+    [image] = [c for c in result.chunks if c.chunk_type is ChunkType.IMAGE]
+    assert image.metadata.tokens <= RESOURCE_MAX_TOKENS
+    assert image.content.startswith("label0 label1") and image.content.endswith(" […]")

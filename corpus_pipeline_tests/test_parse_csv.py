@@ -13,8 +13,9 @@ import pytest
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.contracts.search import SearchRequest
+from corpus_pipeline.enrich.tokens import count_tokens
 from corpus_pipeline.intake.door import admit
-from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.base import MAX_TABLE_TOKENS, ParseContext
 from corpus_pipeline.parsing.csv_table import BLOCK_ROWS, parse_csv
 from corpus_pipeline.profiling.sniff import sniff_format
 
@@ -152,3 +153,16 @@ def test_a_csv_cell_is_found_by_search(settings):
     [hit] = classic_search(revision, SearchRequest(query="Düsseldorf", top_k=1)).results
     assert hit.document_id == records["kunden.csv"].document_id
     assert hit.chunk_type == "table" and "Groß | Düsseldorf | 3,00" in hit.content
+
+
+def test_rows_too_wide_for_one_table_are_stored_as_parts_of_columns(tmp_path: Path):
+    header = ["station", *(f"reading {i}" for i in range(3000))]
+    values = ["north", *(str(i * 7) for i in range(3000))]
+    data = (",".join(header) + "\n" + ",".join(values) + "\n").encode()
+    ctx = _parse(tmp_path, "wide.csv", data)
+    tables = [r for r in ctx.rows if r.row_type is RowType.TABLE]
+    assert len(tables) > 10
+    assert all(count_tokens(r.text) <= MAX_TABLE_TOKENS + 20 for r in tables)  # + its caption
+    assert all("station" in r.text and "north" in r.text for r in tables), "labels repeat"
+    cells = [c for r in tables for line in r.text.splitlines()[-1:] for c in line.split(" | ")]
+    assert [c for c in cells if c != "north"] == values[1:], "every value once, in order"

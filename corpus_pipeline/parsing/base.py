@@ -30,7 +30,7 @@ from corpus_pipeline.contracts import (
     RowType,
 )
 from corpus_pipeline.enrich.tokens import count_tokens
-from corpus_pipeline.parsing.tables import TableGrid, split_rows
+from corpus_pipeline.parsing.tables import TableGrid, split_columns, split_rows
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -364,13 +364,18 @@ class ParseContext:
     ) -> ParsedRow | None:
         """Store a table as HTML and emit its row (the first part's: a table over
         MAX_TABLE_TOKENS is stored and emitted as parts that repeat its header rows, each with
-        the pages its rows are on); empty tables are dropped with a warning."""
+        the pages its rows are on, and rows too wide as parts of columns that repeat the first);
+        empty tables are dropped with a warning."""
         if grid.num_rows == 0 or not any(c.text.strip() for c in grid.cells):
             self.diagnostics.add(
                 "parse", "table.empty", f"empty table at {source_location} dropped"
             )
             return None
-        parts = split_rows(grid, MAX_TABLE_TOKENS, count_tokens)
+        parts = [
+            columns
+            for rows in split_rows(grid, MAX_TABLE_TOKENS, count_tokens)
+            for columns in split_columns(rows, MAX_TABLE_TOKENS, count_tokens)
+        ]
         first: ParsedRow | None = None
         for number, part in enumerate(parts, 1):
             where = source_location

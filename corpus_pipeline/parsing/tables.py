@@ -7,6 +7,7 @@ rendition for search.
 
 from __future__ import annotations
 
+import bisect
 import html
 import itertools
 import math
@@ -148,6 +149,47 @@ def split_rows(grid: TableGrid, max_tokens: int, count: Callable[[str], int]) ->
             TableGrid(cells=header + cells, caption=grid.caption, header_rows=head, row_pages=pages)
         )
     return parts
+
+
+def split_columns(grid: TableGrid, max_tokens: int, count: Callable[[str], int]) -> list[TableGrid]:
+    """A table still over `max_tokens` after its rows are split (rows too wide: a CSV of a
+    thousand columns) as parts of consecutive columns, each led by the first column when that
+    column is narrow (the rows' labels, as row parts repeat the header). A part never ends
+    inside a merged cell; a table that fits stays whole. A single cell over the limit stays a
+    part of its own (the chunker bounds its text)."""
+    if sum(count(t) for t in grid.row_texts()) <= max_tokens or grid.num_cols < 2:
+        return [grid]
+    widths = [0] * grid.num_cols
+    for cell in grid.cells:
+        widths[cell.col] += count(cell.text) + 2  # and its " | "
+    label = widths[0] <= max_tokens // 3
+    first = 1 if label else 0
+    budget = max_tokens - (widths[0] if label else 0)
+    spanned = {c for cell in grid.cells for c in range(cell.col + 1, cell.col + cell.colspan)}
+    cuts, used = [first], 0
+    for col in range(first, grid.num_cols):
+        if used and col not in spanned and used + widths[col] > budget:
+            cuts.append(col)
+            used = 0
+        used += widths[col]
+    cuts.append(grid.num_cols)
+    if len(cuts) <= 2:
+        return [grid]
+    lead = [c for c in grid.cells if label and c.col == 0 and c.colspan == 1]
+    groups: list[list[TableCell]] = [[] for _ in cuts[1:]]
+    for cell in grid.cells:  # one pass: each cell to its part (a wide table has many parts)
+        if cell.col >= first:
+            part = bisect.bisect_right(cuts, cell.col) - 1
+            groups[part].append(replace(cell, col=cell.col - cuts[part] + first))
+    return [
+        TableGrid(
+            cells=lead + cells,
+            caption=grid.caption,
+            header_rows=grid.header_rows,
+            row_pages=grid.row_pages,
+        )
+        for cells in groups
+    ]
 
 
 _LEADING_UNIT = frozenset("$€£¥")

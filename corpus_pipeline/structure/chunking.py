@@ -48,6 +48,10 @@ PARAGRAPH_SEPARATOR = "\n\n"
 _LEAD_IN_WORDS = 80
 # A text group under this many tokens is a fragment, not a chunk: it joins a neighbour.
 MIN_TEXT_TOKENS = 25
+# A table or image chunk's text at most: parsers part tables at 600 tokens of rows (and of
+# columns, for rows too wide), so this binds only what they cannot part — one huge cell, an
+# image's alt text — whose chunk then reads its start (the table's HTML holds the rest).
+RESOURCE_MAX_TOKENS = 2000
 _BODY_TYPES = {RowType.PARAGRAPH, RowType.LIST_ITEM, RowType.TOC, RowType.CAPTION}
 
 
@@ -215,6 +219,11 @@ def _resource_draft(row: ParsedRow, caption: str | None, context: str = "") -> _
     )
     if name and not text.startswith(name):
         text = f"{name}\n{text}".strip()
+    if count_tokens(text) > RESOURCE_MAX_TOKENS:
+        # What the parser could not part (one huge cell, an image's alt text): the chunk reads
+        # its start; the table's HTML (the resource) holds all of it.
+        stop = fitting_end(text, 0, len(text), RESOURCE_MAX_TOKENS - 8, 4 * RESOURCE_MAX_TOKENS)
+        text = text[:stop].rstrip() + " […]"
     if not text and row.resource_path:
         # An image with neither alt text nor caption: its perceptual hash is its content.
         text = image_placeholder(PurePosixPath(row.resource_path).stem)
@@ -284,6 +293,8 @@ def _bounded_spans(text: str, options: ChunkingOptions) -> list[tuple[int, int]]
 
 
 def _word_windows(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int]]:
+    """Spans of whole words within `max_tokens`; a word longer than that alone (text without
+    spaces: a hash, a URL, a base64 blob) is cut into windows of characters."""
     windows: list[tuple[int, int]] = []
     first: int | None = None
     last = start
@@ -294,6 +305,9 @@ def _word_windows(text: str, start: int, end: int, max_tokens: int) -> list[tupl
         if first is not None and used + cost > max_tokens:
             windows.append((first, last))
             first, used = None, 0
+        if cost > max_tokens:
+            windows.extend(char_windows(text, w_start, w_end, max_tokens))
+            continue
         if first is None:
             first = w_start
         last = w_end
@@ -301,6 +315,40 @@ def _word_windows(text: str, start: int, end: int, max_tokens: int) -> list[tupl
     if first is not None:
         windows.append((first, last))
     return windows
+
+
+def char_windows(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int]]:
+    """`text[start:end]` cut into consecutive spans of at most `max_tokens` tokens, each the
+    longest that fits (`fitting_end`)."""
+    windows: list[tuple[int, int]] = []
+    guess = 4 * max_tokens
+    while start < end:
+        stop = fitting_end(text, start, end, max_tokens, guess)
+        windows.append((start, stop))
+        guess, start = stop - start, stop
+    return windows
+
+
+def fitting_end(text: str, start: int, end: int, max_tokens: int, guess: int) -> int:
+    """The largest stop <= end with `text[start:stop]` within `max_tokens` tokens (at least one
+    character): galloping from `guess` characters, then bisection (a longer span never holds
+    fewer tokens), so a long run costs a few tokenizations of each window, not of the run."""
+    fits, over = start + 1, None
+    probe = min(end, start + max(guess, 1))
+    while over is None and fits < end:
+        if count_tokens(text[start:probe]) <= max_tokens:
+            fits = probe
+            probe = min(end, start + 2 * (probe - start))
+        else:
+            over = probe
+    high = (over - 1) if over is not None else fits
+    while fits < high:
+        mid = (fits + high + 1) // 2
+        if count_tokens(text[start:mid]) <= max_tokens:
+            fits = mid
+        else:
+            high = mid - 1
+    return fits
 
 
 def _pack(pieces: list[_Piece], max_tokens: int) -> list[list[_Piece]]:
