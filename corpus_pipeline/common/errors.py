@@ -28,6 +28,15 @@ class CorruptDocumentError(CorpusError):
         super().__init__(f"corrupt {fmt} document: {detail}")
 
 
+class NestingTooDeepError(CorruptDocumentError):
+    """Structure nested deeper than its reader's bound (mail in mail, lists in lists, elements
+    in elements): refused whole rather than read with its deepest text silently dropped."""
+
+    def __init__(self, fmt: str, what: str, limit: int) -> None:
+        self.limit = limit
+        super().__init__(fmt, f"its {what} nest more than {limit} levels deep")
+
+
 class InvalidInputError(CorpusError):
     """A request or setting is malformed; `field` names what is wrong."""
 

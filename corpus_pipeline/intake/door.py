@@ -30,6 +30,7 @@ from corpus_pipeline.common.errors import (
 from corpus_pipeline.contracts import FileFormat
 from corpus_pipeline.intake.archives import ArchiveLimits, archive_kind, read_archive
 from corpus_pipeline.intake.mail import MAX_DEPTH, carried, msg_refusal
+from corpus_pipeline.parsing.email.message import MessageTooDeep
 from corpus_pipeline.parsing.formats import EXTENSIONS
 from corpus_pipeline.parsing.legacy import (
     INSTALL_HINT,
@@ -268,17 +269,19 @@ def _with_carried(
     """An admitted delivery (not an mbox: it is only its messages) and, recursively, the files
     it carries, each admitted by `check`; one refused is listed with its refusal."""
     out = [] if fmt is FileFormat.MBOX else [delivery]
-    items = carried(delivery.label, delivery.data, fmt) if depth < MAX_DEPTH else []
+    try:
+        items = carried(delivery.label, delivery.data, fmt) if depth < MAX_DEPTH else []
+    except MessageTooDeep as exc:
+        raise Refused(400, f"'{safe_name(delivery.label)}' is refused: {exc}") from None
     if fmt is FileFormat.MBOX and not items:
         raise Refused(400, f"'{safe_name(delivery.label)}' holds no e-mail message")
     for item in items:
         inner = Delivery(item.label, item.data, parent=item.parent)
         try:
             found = check(item.label, item.data)
+            out.extend(_with_carried(inner, found, check, depth + 1))
         except Refused as exc:
             out.append(Delivery(item.label, item.data, exc, item.parent))
-            continue
-        out.extend(_with_carried(inner, found, check, depth + 1))
     return out
 
 

@@ -44,6 +44,8 @@ from corpus_pipeline.storage.store import ObjectStore, SourceRegistry, blob_key
 TASKS_PER_WORKER = 4
 logger = logging.getLogger(__name__)
 
+log = logging.getLogger("corpus.ingest")
+
 
 def collect_files(paths: Iterable[Path]) -> list[tuple[Path, str]]:
     """Files named directly keep their base name; files found in a folder keep their path
@@ -328,6 +330,11 @@ def _deliveries(
         return
     except OSError as exc:
         error = f"cannot read file: {exc.strerror}"
+        yield IngestResult(path=path, source_file_name=name, error=error), None, None
+        return
+    except Exception as exc:  # a reader failing on hostile bytes must not end the whole batch
+        log.warning("door check of %s failed", name, exc_info=True)
+        error = f"cannot be read ({type(exc).__name__} while checking it); nothing was stored"
         yield IngestResult(path=path, source_file_name=name, error=error), None, None
         return
     for item in found:

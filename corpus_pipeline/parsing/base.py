@@ -20,7 +20,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from corpus_pipeline.common.errors import CorruptDocumentError
+from corpus_pipeline.common.errors import CorpusError, CorruptDocumentError
 from corpus_pipeline.contracts import (
     Conversion,
     Diagnostic,
@@ -414,6 +414,8 @@ def load_or_corrupt(fmt: str, what: str, load: Callable[[], T]) -> T:
     file is corrupt, named by its format, without the library's internals in the message."""
     try:
         return load()
+    except CorpusError:  # the reader's own refusal says what is wrong already
+        raise
     except Exception as exc:  # any damage, see the docstring
         raise CorruptDocumentError(
             fmt, f"the {what} cannot be read ({type(exc).__name__})"

@@ -21,6 +21,7 @@ from pathlib import Path
 import lxml.html
 from lxml import etree
 
+from corpus_pipeline.common.errors import NestingTooDeepError
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.html_inline import (
@@ -303,6 +304,8 @@ def parse_html(ctx: ParseContext) -> None:
     except (etree.ParserError, ValueError) as exc:
         ctx.diagnostics.add("parse", "html.unparseable", type(exc).__name__, level="error")
         return
+    if _depth(root) > MAX_DEPTH:
+        raise NestingTooDeepError("html", "elements", MAX_DEPTH)
     _drop_non_content(root)
     body = root.find("body")
     start = body if body is not None else root
@@ -310,6 +313,20 @@ def parse_html(ctx: ParseContext) -> None:
     _Walker(ctx, start).container(start)
     if len(ctx.rows) == before:
         ctx.diagnostics.add("parse", "document.empty", "no visible text in the HTML", level="error")
+
+
+# Elements nested in elements at most: the parser (libxml2) drops what lies deeper without a
+# word, so a document that reaches its bound is refused rather than read without it.
+MAX_DEPTH = 255
+
+
+def _depth(root: etree._Element) -> int:
+    """The deepest element's depth (the root: 1), counted without recursion."""
+    depth = deepest = 0
+    for event, _ in etree.iterwalk(root, events=("start", "end")):
+        depth += 1 if event == "start" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def emit_html_fragment(ctx: ParseContext, fragment: str, source_location: str) -> None:

@@ -14,6 +14,7 @@ from lxml import etree
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
+from corpus_pipeline.common.errors import NestingTooDeepError
 from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext
 from corpus_pipeline.parsing.html import emit_html_fragment, emit_pending_image
@@ -24,8 +25,13 @@ from corpus_pipeline.parsing.text import line_range, read_source_text
 _BR = re.compile(r"^<br\s*/?>$", re.IGNORECASE)
 
 
+# Blocks nested in blocks (lists in lists, quotes in quotes) at most. The reader skips what
+# lies deeper without a word, so a file that reaches the bound is refused, not half read.
+MAX_NESTING = 64
+
+
 def _markdown() -> MarkdownIt:
-    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable(["table", "strikethrough"])
     try:
         from mdit_py_plugins.front_matter import front_matter_plugin
     except ImportError:  # optional: without it front matter renders as a rule + paragraph
@@ -38,7 +44,10 @@ def parse_markdown(ctx: ParseContext) -> None:
     text = read_source_text(ctx, "Markdown")
     if text is None:
         return
-    tree = SyntaxTreeNode(_markdown().parse(text))
+    tokens = _markdown().parse(text)
+    if any(token.level >= MAX_NESTING - 1 for token in tokens):
+        raise NestingTooDeepError("markdown", "blocks", MAX_NESTING)
+    tree = SyntaxTreeNode(tokens)
     before = len(ctx.rows)
     _Emitter(ctx).blocks(tree.children, "lines 1-1")
     if len(ctx.rows) == before:

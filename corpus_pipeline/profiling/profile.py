@@ -28,8 +28,12 @@ if TYPE_CHECKING:
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _LANG_SAMPLE = 8000
-_MD_HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
-_MD_TABLE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$", re.M)
+_MD_HEADING = re.compile(r"^#{1,6}[ \t]++\S", re.M)
+# A table's delimiter row. Blanks are matched possessively (`*+`) and within the line: with
+# backtracking, a line of thousands of spaces (a list nested 3,000 deep) took minutes.
+_MD_TABLE = re.compile(
+    r"^[ \t]*+\|?[ \t]*+:?-{3,}:?[ \t]*+(?:\|[ \t]*+:?-{3,}:?[ \t]*+)++\|?[ \t]*+$", re.M
+)
 # What reading a damaged package's members raises besides BadZipFile: a missing member
 # (KeyError), bad offsets or names (ValueError, UnicodeDecodeError), an unknown compression
 # (NotImplementedError), an encrypted member (RuntimeError), a broken deflate stream (zlib.error,

@@ -21,6 +21,8 @@ from email.errors import MessageError
 from email.headerregistry import BaseHeader, HeaderRegistry
 from email.message import EmailMessage, Message
 
+from corpus_pipeline.common.errors import NestingTooDeepError
+
 # The header fields a message shows first and the search indexes with its text, in this order.
 HEADER_FIELDS = ("From", "To", "Cc", "Date", "Subject", "Message-ID")
 _NAME_BAD = re.compile(r"[\x00-\x1f\x7f<>:\"|?*]+")
@@ -33,6 +35,30 @@ MAX_HEADER_CHARS = 16 * 1024
 # What reading a message may raise on damaged bytes (an attached message that will not
 # serialise, a part in an unknown encoding), for callers that must go on without its parts.
 READ_ERRORS = (*_HEADER_ERRORS, LookupError, UnicodeError, KeyError)
+# Parts nested in parts (multiparts, attached messages) at most: real mail nests a few levels
+# (a forward of a forward with its alternatives); thousands only to exhaust a reader's stack.
+MAX_MIME_DEPTH = 32
+
+
+class MessageTooDeep(NestingTooDeepError):
+    """A message whose parts nest deeper than MAX_MIME_DEPTH: refused, never half read."""
+
+    def __init__(self) -> None:
+        super().__init__("eml", "parts", MAX_MIME_DEPTH)
+
+
+def mime_depth(msg: Message) -> int:
+    """How deep the message's parts nest (1: a single part), counted without recursion and
+    only up to just past MAX_MIME_DEPTH."""
+    deepest = 0
+    stack = [(msg, 1)]
+    while stack and deepest <= MAX_MIME_DEPTH:
+        part, depth = stack.pop()
+        deepest = max(deepest, depth)
+        payload = part.get_payload()
+        if isinstance(payload, list):
+            stack.extend((sub, depth + 1) for sub in payload if isinstance(sub, Message))
+    return deepest
 
 
 @dataclass(frozen=True)
@@ -108,8 +134,14 @@ POLICY = email.policy.default.clone(header_factory=_BoundedHeaders())
 
 
 def read_eml(data: bytes) -> MailMessage:
-    """One RFC 5322 message: its header fields, bodies, inline images and attachments."""
-    msg = email.message_from_bytes(data, policy=POLICY)
+    """One RFC 5322 message: its header fields, bodies, inline images and attachments. A
+    message nested deeper than MAX_MIME_DEPTH raises MessageTooDeep."""
+    try:
+        msg = email.message_from_bytes(data, policy=POLICY)
+    except RecursionError:  # the standard parser recurses per level: far past any real mail
+        raise MessageTooDeep() from None
+    if mime_depth(msg) > MAX_MIME_DEPTH:
+        raise MessageTooDeep()
     html_part = _body(msg, "html")
     plain_part = _body(msg, "plain")
     html = body_text(html_part) if html_part is not None else None

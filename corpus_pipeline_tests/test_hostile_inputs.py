@@ -1,0 +1,149 @@
+"""Hostile files: each refused with a reason that names it, or parsed, never a crash, and a
+batch goes on past them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from corpus_pipeline.common.errors import NestingTooDeepError
+from corpus_pipeline.common.settings import load_settings
+from corpus_pipeline.contracts import FileFormat, RowType
+from corpus_pipeline.intake.door import Refused, deliveries
+from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.email.message import MAX_MIME_DEPTH
+from corpus_pipeline.parsing.html import parse_html
+from corpus_pipeline.parsing.markdown import MAX_NESTING as MD_NESTING
+from corpus_pipeline.parsing.markdown import parse_markdown
+
+from .http_service import CORPUS_CLI, served
+from .support import bare_profile
+
+
+def nested_messages(depth: int) -> bytes:
+    """A message attaching a message attaching a message …, `depth` deep."""
+    inner = (
+        "From: a@example.com\nTo: b@example.com\nSubject: core\nContent-Type: text/plain\n\nhi\n"
+    )
+    for level in range(depth):
+        inner = (
+            f"From: a@example.com\nTo: b@example.com\nSubject: level {level}\n"
+            f"Content-Type: message/rfc822\n\n{inner}"
+        )
+    return inner.encode()
+
+
+def nested_multiparts(depth: int) -> bytes:
+    body = "Content-Type: text/plain\n\nleaf\n"
+    for level in range(depth):
+        b = f"b{level}"
+        body = f'Content-Type: multipart/mixed; boundary="{b}"\n\n--{b}\n{body}\n--{b}--\n'
+    return ("From: a@example.com\nTo: b@example.com\nSubject: deep\n" + body).encode()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [nested_messages(2000), nested_multiparts(3000), nested_multiparts(MAX_MIME_DEPTH + 1)],
+    ids=["2000 attached messages", "3000 multiparts", "one level too deep"],
+)
+def test_mail_nested_too_deep_is_refused_at_the_door_naming_it(data: bytes):
+    with pytest.raises(Refused) as refused:
+        deliveries("deep.eml", data, max_bytes=10**8)
+    assert refused.value.status == 400
+    assert str(refused.value) == (
+        f"'deep.eml' is refused: corrupt eml document: its parts nest more than "
+        f"{MAX_MIME_DEPTH} levels deep"
+    )
+
+
+def test_mail_nested_within_the_bound_is_admitted_with_its_attachments():
+    found = deliveries("forward.eml", nested_messages(2), max_bytes=10**8)
+    assert [(d.label, d.parent, d.refused) for d in found] == [
+        ("forward.eml", None, None),
+        ("forward.eml/level 0.eml", "forward.eml", None),
+        ("forward.eml/level 0.eml/core.eml", "forward.eml/level 0.eml", None),
+    ]
+
+
+@pytest.mark.slow
+def test_a_batch_goes_on_past_a_hostile_file(tmp_path: Path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "deep.eml").write_bytes(nested_messages(2000))
+    (inbox / "notes.md").write_text("# Notes\n\nThe heron waits at the weir.\n")
+    env = {**os.environ, "CORPUS_HOME": str(tmp_path / "home")}
+    env.pop("CORPUS_OBJECT_STORE_URL", None)
+    done = subprocess.run(
+        [str(CORPUS_CLI), "ingest", str(inbox), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    by_file = {line["file"]: line for line in lines if "file" in line}
+    assert by_file["deep.eml"]["status"] == "failed"
+    assert "nest more than" in by_file["deep.eml"]["error"]
+    assert by_file["notes.md"]["status"] == "ingested"
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_upload_api_refuses_deep_mail_with_a_reason(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home", open_access=True)
+    with served(settings, worker=False) as client:
+        response = client.post(
+            "/v1/documents", files={"files": ("deep.eml", nested_multiparts(3000))}
+        )
+    assert response.status_code == 400
+    assert "nest more than" in response.json()["detail"]
+
+
+def _parse(tmp_path: Path, name: str, text: str, fmt: FileFormat, parse) -> ParseContext:
+    path = tmp_path / name
+    path.write_text(text)
+    ctx = ParseContext(
+        source_path=path,
+        source_file_name=name,
+        profile=bare_profile(path, fmt, name.rsplit(".", 1)[1]),
+        workdir=tmp_path / "work",
+    )
+    parse(ctx)
+    return ctx
+
+
+def _nested_list(depth: int) -> str:
+    return "# Deep\n\n" + "".join("  " * i + f"- item {i}\n" for i in range(depth))
+
+
+def test_markdown_nested_past_the_bound_is_refused_not_cut(tmp_path: Path):
+    with pytest.raises(NestingTooDeepError) as refused:
+        _parse(tmp_path, "deep.md", _nested_list(3000), FileFormat.MARKDOWN, parse_markdown)
+    assert str(refused.value) == (
+        f"corrupt markdown document: its blocks nest more than {MD_NESTING} levels deep"
+    )
+
+
+def test_markdown_nested_within_the_bound_keeps_every_item(tmp_path: Path):
+    ctx = _parse(tmp_path, "lists.md", _nested_list(20), FileFormat.MARKDOWN, parse_markdown)
+    assert [r.text for r in ctx.rows if r.row_type is RowType.LIST_ITEM] == [
+        f"item {i}" for i in range(20)
+    ]
+
+
+def test_html_nested_past_the_parsers_bound_is_refused_not_emptied(tmp_path: Path):
+    page = "<html><body>" + "<div>" * 100_000 + "deep text" + "</div>" * 100_000 + "</body></html>"
+    with pytest.raises(NestingTooDeepError) as refused:
+        _parse(tmp_path, "deep.html", page, FileFormat.HTML, parse_html)
+    assert "elements nest more than 255 levels deep" in str(refused.value)
+
+
+def test_html_nested_just_within_the_bound_is_read(tmp_path: Path):
+    page = "<html><body>" + "<div>" * 250 + "deep text" + "</div>" * 250 + "</body></html>"
+    ctx = _parse(tmp_path, "nested.html", page, FileFormat.HTML, parse_html)
+    assert [r.text for r in ctx.rows] == ["deep text"]
