@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from corpus_pipeline.parsing.email.message import MAX_MIME_DEPTH
 from corpus_pipeline.parsing.html import parse_html
 from corpus_pipeline.parsing.markdown import MAX_NESTING as MD_NESTING
 from corpus_pipeline.parsing.markdown import parse_markdown
+from corpus_pipeline.parsing.zipped import MAX_MEMBER_BYTES
+from corpus_pipeline.profiling.profile import profile_source
 
 from .http_service import CORPUS_CLI, served
 from .support import bare_profile
@@ -147,3 +150,42 @@ def test_html_nested_just_within_the_bound_is_read(tmp_path: Path):
     page = "<html><body>" + "<div>" * 250 + "deep text" + "</div>" * 250 + "</body></html>"
     ctx = _parse(tmp_path, "nested.html", page, FileFormat.HTML, parse_html)
     assert [r.text for r in ctx.rows] == ["deep text"]
+
+
+def _docx_bomb(path: Path, paragraphs: int) -> Path:
+    """A DOCX whose document.xml expands far beyond its size (the same paragraph repeated):
+    a few hundred KB holding `paragraphs` paragraphs of ~90 bytes each."""
+    word = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    paragraph = b"<w:p><w:r><w:t>The same sentence again and again.</w:t></w:r></w:p>"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        zf.writestr("[Content_Types].xml", CONTENT_TYPES)
+        with zf.open("word/document.xml", "w") as out:
+            out.write(f'<w:document xmlns:w="{word}"><w:body>'.encode())
+            block = paragraph * 10_000
+            for _ in range(paragraphs // 10_000):
+                out.write(block)
+            out.write(b"</w:body></w:document>")
+    return path
+
+
+CONTENT_TYPES = (
+    '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+    '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
+    'officedocument.wordprocessingml.document.main+xml"/></Types>'
+)
+
+
+def test_the_profile_of_a_docx_bomb_stops_at_the_member_budget(tmp_path: Path):
+    per_paragraph = 72
+    total = 2 * MAX_MEMBER_BYTES // per_paragraph  # twice the budget
+    bomb = _docx_bomb(tmp_path / "bomb.docx", total)
+    assert bomb.stat().st_size < MAX_MEMBER_BYTES // 50
+    profile = profile_source(bomb).profile
+    assert profile.format is FileFormat.DOCX
+    counted = profile.paragraph_count or 0
+    assert total // 4 < counted < total  # counted while streaming, stopped at the budget
+
+
+def test_the_profile_of_a_small_docx_counts_every_paragraph(tmp_path: Path):
+    doc = _docx_bomb(tmp_path / "small.docx", 20_000)
+    assert profile_source(doc).profile.paragraph_count == 20_000

@@ -32,6 +32,23 @@ class MemberTooLarge(ValueError):
     """One member expands beyond its budget (a bomb, or a huge embedded video)."""
 
 
+class BoundedStream:
+    """A member's decompressed bytes as a stream that raises MemberTooLarge past `limit`: for
+    readers that parse as they read (lxml's iterparse), so memory stays bounded too."""
+
+    def __init__(self, stream: IO[bytes], limit: int) -> None:
+        self._stream = stream
+        self._limit = limit
+        self.size = 0
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._stream.read(_CHUNK if size < 0 else min(size, _CHUNK))
+        self.size += len(chunk)
+        if self.size > self._limit:
+            raise MemberTooLarge(f"a package part expands beyond {self._limit // MIB} MiB")
+        return chunk
+
+
 def xml_parser(recover: bool = False) -> etree.XMLParser:
     """Package XML: no DTD loading, no entity expansion from outside, no network."""
     return etree.XMLParser(

@@ -21,6 +21,7 @@ from corpus_pipeline.common.errors import ZIP_DAMAGE
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts import DocumentProfile, FileFormat
 from corpus_pipeline.parsing.router import route
+from corpus_pipeline.parsing.zipped import MAX_MEMBER_BYTES, BoundedStream, MemberTooLarge
 from corpus_pipeline.profiling.sniff import decode_text, sniff_format
 
 if TYPE_CHECKING:
@@ -124,39 +125,45 @@ def profile_source(
 
 
 def _docx_facts(data: bytes) -> dict[str, object]:
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            xml = zf.read("word/document.xml")
-            media = [n for n in zf.namelist() if n.startswith("word/media/")]
-    except _PACKAGE_ERRORS:
-        return {}
+    """Paragraphs, headings, tables and a language sample, counted while document.xml streams
+    out of the package (each paragraph dropped once counted, the bytes counted: a zip bomb stops
+    at MAX_MEMBER_BYTES with the counts so far, in bounded memory)."""
     paragraphs = headings = tables = 0
     has_toc = False
     texts: list[str] = []
     sample_len = 0
     try:
-        for _, el in etree.iterparse(io.BytesIO(xml), events=("end",), huge_tree=True):
-            tag = el.tag
-            if tag == f"{_W}p":
-                paragraphs += 1
-                style = el.find(f"{_W}pPr/{_W}pStyle")
-                val = (style.get(f"{_W}val") or "") if style is not None else ""
-                if (
-                    val.lower().startswith(("heading", "title"))
-                    or el.find(f"{_W}pPr/{_W}outlineLvl") is not None
-                ):
-                    headings += 1
-                if sample_len < _LANG_SAMPLE:
-                    text = "".join(t.text or "" for t in el.iter(f"{_W}t"))
-                    texts.append(text)
-                    sample_len += len(text)
-            elif tag == f"{_W}tbl":
-                tables += 1
-            elif (
-                tag == f"{_W}docPartGallery" and "Table of Contents" in (el.get(f"{_W}val") or "")
-            ) or (tag == f"{_W}instrText" and (el.text or "").strip().startswith("TOC")):
-                has_toc = True
-    except etree.XMLSyntaxError:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            media = [n for n in zf.namelist() if n.startswith("word/media/")]
+            with zf.open("word/document.xml") as raw:
+                stream = BoundedStream(raw, MAX_MEMBER_BYTES)
+                for _, el in etree.iterparse(stream, events=("end",), huge_tree=True):
+                    tag = el.tag
+                    if tag == f"{_W}p":
+                        paragraphs += 1
+                        style = el.find(f"{_W}pPr/{_W}pStyle")
+                        val = (style.get(f"{_W}val") or "") if style is not None else ""
+                        if (
+                            val.lower().startswith(("heading", "title"))
+                            or el.find(f"{_W}pPr/{_W}outlineLvl") is not None
+                        ):
+                            headings += 1
+                        if sample_len < _LANG_SAMPLE:
+                            text = "".join(t.text or "" for t in el.iter(f"{_W}t"))
+                            texts.append(text)
+                            sample_len += len(text)
+                        _drop(el)
+                    elif tag == f"{_W}tbl":
+                        tables += 1
+                        _drop(el)
+                    elif (
+                        tag == f"{_W}docPartGallery"
+                        and "Table of Contents" in (el.get(f"{_W}val") or "")
+                    ) or (tag == f"{_W}instrText" and (el.text or "").strip().startswith("TOC")):
+                        has_toc = True
+    except MemberTooLarge:
+        pass  # the counts so far: the parse, in its limited worker, judges the rest
+    except (*_PACKAGE_ERRORS, etree.XMLSyntaxError):
         return {}
     return {
         "paragraph_count": paragraphs,
@@ -169,36 +176,55 @@ def _docx_facts(data: bytes) -> dict[str, object]:
     }
 
 
+def _drop(el: etree._Element) -> None:
+    """A counted element and its finished siblings before it, freed (iterparse keeps the tree)."""
+    el.clear()
+    parent = el.getparent()
+    while parent is not None and el.getprevious() is not None:
+        del parent[0]
+
+
 _S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
 
 def _xlsx_facts(data: bytes) -> dict[str, object]:
     """Sheets (`page_count`, hidden ones included: pages are workbook positions), drawings and
-    a language sample from the shared strings, read from the package XML only."""
+    a language sample from the shared strings, read from the package XML only (counted while
+    they stream out: a bomb stops at MAX_MEMBER_BYTES)."""
+    texts: list[str] = []
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             names = zf.namelist()
-            workbook = etree.fromstring(zf.read("xl/workbook.xml"))
-            strings = zf.read("xl/sharedStrings.xml") if "xl/sharedStrings.xml" in names else b""
-    except (*_PACKAGE_ERRORS, etree.XMLSyntaxError):
+            with zf.open("xl/workbook.xml") as raw:
+                workbook = etree.parse(BoundedStream(raw, MAX_MEMBER_BYTES)).getroot()
+            if "xl/sharedStrings.xml" in names:
+                texts = _shared_strings_sample(zf)
+    except (*_PACKAGE_ERRORS, etree.XMLSyntaxError, MemberTooLarge):
         return {}
     sheets = workbook.findall(f"{_S}sheets/{_S}sheet")
-    texts: list[str] = []
-    size = 0
-    if strings:
-        try:
-            for _, el in etree.iterparse(io.BytesIO(strings), tag=f"{_S}t", huge_tree=True):
-                texts.append(el.text or "")
-                size += len(el.text or "")
-                if size >= _LANG_SAMPLE:
-                    break
-        except etree.XMLSyntaxError:
-            pass
     return {
         "page_count": len(sheets),
         "image_count": sum(1 for n in names if n.startswith("xl/media/")),
         "text_sample": " ".join(texts),
     }
+
+
+def _shared_strings_sample(zf: zipfile.ZipFile) -> list[str]:
+    """The first shared strings, up to a language sample (streamed: the rest is never read)."""
+    texts: list[str] = []
+    size = 0
+    with zf.open("xl/sharedStrings.xml") as raw:
+        try:
+            stream = BoundedStream(raw, MAX_MEMBER_BYTES)
+            for _, el in etree.iterparse(stream, tag=f"{_S}t", huge_tree=True):
+                texts.append(el.text or "")
+                size += len(el.text or "")
+                _drop(el)
+                if size >= _LANG_SAMPLE:
+                    break
+        except (etree.XMLSyntaxError, MemberTooLarge):
+            pass
+    return texts
 
 
 _PML = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
@@ -210,18 +236,20 @@ def _pptx_facts(data: bytes) -> dict[str, object]:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             names = zf.namelist()
-            presentation = etree.fromstring(zf.read("ppt/presentation.xml"))
+            with zf.open("ppt/presentation.xml") as raw:
+                presentation = etree.parse(BoundedStream(raw, MAX_MEMBER_BYTES)).getroot()
             slides = sorted(
                 (n for n in names if n.startswith("ppt/slides/slide") and n.endswith(".xml")),
                 key=lambda n: int("".join(ch for ch in n if ch.isdigit()) or 0),
             )
             texts: list[str] = []
             for name in slides:
-                root = etree.fromstring(zf.read(name))
+                with zf.open(name) as raw:
+                    root = etree.parse(BoundedStream(raw, MAX_MEMBER_BYTES)).getroot()
                 texts.extend(t.text or "" for t in root.iter(f"{_DML}t"))
                 if sum(len(t) for t in texts) >= _LANG_SAMPLE:
                     break
-    except (*_PACKAGE_ERRORS, etree.XMLSyntaxError):
+    except (*_PACKAGE_ERRORS, etree.XMLSyntaxError, MemberTooLarge):
         return {}
     return {
         "page_count": len(presentation.findall(f"{_PML}sldIdLst/{_PML}sldId")),
