@@ -296,3 +296,66 @@ def test_after_a_kill_9_mid_parse_a_restart_finishes_every_job_and_nothing_is_le
     pointer = read_pointer(home / "published" / "default")
     assert pointer is not None and pointer.documents == 3, "each document once in the revision"
     assert pointer.revision <= 3, "nothing published twice: at most one revision per document"
+
+
+# A process that starts the forkserver and a pool worker from it (as the upload API runs its
+# jobs); the pool worker, the job's owner, parses a long file in a parse worker of its own.
+OWNER = """
+import sys, time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import forkserver
+from corpus_pipeline.pipeline import processes
+from corpus_pipeline_tests.test_crash_cleanup import _parse_long
+context = processes.start_forkserver()
+with ProcessPoolExecutor(1, context) as pool:
+    pool.submit(_parse_long, sys.argv[1])
+    print(forkserver._forkserver._forkserver_pid, flush=True)
+    time.sleep(600)
+"""
+
+
+def _parse_long(folder: str) -> None:
+    """The job: a parse that takes minutes (in its own worker, under the caller's server)."""
+    from corpus_pipeline.common.settings import load_settings
+    from corpus_pipeline.contracts import FileFormat
+    from corpus_pipeline.pipeline.isolation import run_parse_isolated
+    from corpus_pipeline.profiling import Profiled
+    from corpus_pipeline_tests.support import bare_profile
+
+    processes.use_parent_forkserver()
+    path = Path(folder) / "long.md"
+    path.write_text("".join(f"# Part {i}\n\nDucks {i} dive.\n\n" for i in range(500_000)))
+    settings = load_settings(home=Path(folder) / "home")
+    profile = bare_profile(path, FileFormat.MARKDOWN, "markdown")
+    run_parse_isolated("long", Profiled(path, path.name, profile), Path(folder) / "out", settings)
+
+
+def test_a_parse_worker_dies_with_the_job_that_owns_it_not_only_with_its_server(tmp_path: Path):
+    process = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(tmp_path)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    tree: dict[int, int | None] = {}
+    try:
+        assert process.stdout is not None
+        server = int(process.stdout.readline().decode())
+        deadline = time.monotonic() + 60
+        while len(below := _descendants(server)) < 2:  # the job's owner and its parse worker
+            assert time.monotonic() < deadline, f"no parse worker started: {below}"
+            time.sleep(0.1)
+        tree = dict(below)
+        owner = min(below, key=lambda pid: below[pid] or 0)  # the pool worker started first
+        parse = {pid: start for pid, start in below.items() if pid != owner}
+
+        os.kill(owner, signal.SIGKILL)
+
+        assert _all_gone(parse) == [], "the parse worker outlived the job's owner"
+        assert _running(server, processes.start_time(server)), "the server itself lives on"
+    finally:
+        process.kill()
+        process.wait()
+        for pid, start in tree.items():
+            if _running(pid, start):
+                os.kill(pid, signal.SIGKILL)

@@ -10,7 +10,9 @@ start costs milliseconds, and no worker inherits the threads of Dagster or of th
 an encrypted document travels to the worker inside the pickled job over the launch pipe (memory
 only, never the environment or a file). A `CorpusError` raised in the worker is raised again in
 the caller as the same class with the same message; anything else becomes a `ParseFailedError`
-in words, with the traceback in the log.
+in words, with the traceback in the log. A worker dies with its server (a parent-death signal)
+and with the process that asked for the parse (a pipe only that process holds, which the kernel
+closes when it dies): a killed job leaves no parse running beside its next attempt.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -176,13 +179,18 @@ def run_parse_isolated(
         address_space_bytes=_address_space_limit(limits.megabytes),
     )
     reader, writer = _CONTEXT.Pipe(duplex=False)
+    # The worker's tie to this process (the job's owner), which is not its parent (the
+    # forkserver is): only this process holds `owner`, so when it exits or is killed the kernel
+    # closes it and the worker, watching `alive`, kills itself and its programs at once.
+    alive, owner = _CONTEXT.Pipe(duplex=False)
     worker = _CONTEXT.Process(
-        target=_work, args=(job, writer), name=f"{_NAME_PREFIX}{document_id}", daemon=True
+        target=_work, args=(job, writer, alive), name=f"{_NAME_PREFIX}{document_id}", daemon=True
     )
     outcome: Outcome | None = None
     try:
         worker.start()
         writer.close()
+        alive.close()
         assert worker.pid is not None
         logger.debug("parse worker %d started for %s", worker.pid, document_id)
         outcome = _supervise(worker, reader, limits)
@@ -191,6 +199,8 @@ def run_parse_isolated(
         _stop(worker, finished=outcome is not None)
         reader.close()
         writer.close()
+        alive.close()
+        owner.close()
     return _unwrap(outcome, document_id, limits)
 
 
@@ -316,10 +326,12 @@ def _address_space_limit(megabytes: int) -> int:
     return megabytes * (1 << 20) * ADDRESS_SPACE_FACTOR + ADDRESS_SPACE_MARGIN
 
 
-def _work(job: Job, conn: Connection) -> None:
-    """The worker's body: its own process group, gone with its parent, then `run_parse`."""
+def _work(job: Job, conn: Connection, alive: Connection) -> None:
+    """The worker's body: its own process group, gone with its parent and with the job's
+    owner, then `run_parse`."""
     os.setpgid(0, 0)
     _die_with_parent()
+    threading.Thread(target=_die_with_owner, args=(alive,), daemon=True).start()
     if job.address_space_bytes:
         _limit_address_space(job.address_space_bytes)
     outcome: Outcome
@@ -352,6 +364,16 @@ def _die_with_parent() -> None:
     """SIGKILL this worker when its parent (the forkserver, which exits with the caller) goes,
     so a killed caller leaves no orphan parse running."""
     processes.die_with_parent(signal.SIGKILL)
+
+
+def _die_with_owner(alive: Connection) -> None:
+    """Wait until the job's owner has closed its end of `alive` (it never writes: it finished,
+    exited or was killed, and the kernel closed it), then SIGKILL this worker's process group:
+    the worker and the programs it started (tesseract). A re-queued job then never races an
+    orphan of its first attempt."""
+    with contextlib.suppress(EOFError, OSError):
+        alive.recv_bytes()
+    os.killpg(0, signal.SIGKILL)
 
 
 def _limit_address_space(limit: int) -> None:
