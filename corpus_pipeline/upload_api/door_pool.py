@@ -5,7 +5,7 @@ own process, so a parser crash on hostile bytes refuses that file and nothing el
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -39,6 +39,13 @@ class DoorPool:
                 )
             return self._pool
 
+    def broken(self) -> bool:
+        """A door process died (killed while idle, as the OOM killer would): the pool refuses
+        work until the next check replaces it (`/readyz` says so meanwhile)."""
+        with self._lock:
+            pool = self._pool
+        return pool is not None and bool(getattr(pool, "_broken", False))
+
     def check(
         self,
         form: ReceivedForm,
@@ -49,32 +56,46 @@ class DoorPool:
     ) -> list[list[Checked]]:
         """Each received file's verdicts, in order (all files checked side by side).
         `libreoffice`: whether the API's deployment has it (the door processes were forked
-        before any request, so they are told rather than left to look it up)."""
-        pool = self._current()
-        futures = [
-            pool.submit(
-                check_file,
-                str(f.path),
-                f.sent,
-                str(scratch),
-                n,
-                max_bytes,
-                has_password,
-                libreoffice,
-            )
+        before any request, so they are told rather than left to look it up).
+
+        A pool found broken is replaced first. A check whose process dies is tried once more
+        alone in a new pool (the process may have died of something else: a kill, another
+        file); a file that stops its process again is refused."""
+        args = [
+            (str(f.path), f.sent, str(scratch), n, max_bytes, has_password, libreoffice)
             for n, f in enumerate(form.files)
         ]
+        futures = self._submit(args)
         out: list[list[Checked]] = []
-        for received, future in zip(form.files, futures, strict=True):
+        for received, arguments, future in zip(form.files, args, futures, strict=True):
             try:
                 out.append(future.result())
+                continue
             except BrokenProcessPool:
-                self._replace(pool)
+                pass
+            try:
+                [again] = self._submit([arguments])
+                out.append(again.result())
+            except BrokenProcessPool:
+                self._replace(self._current())
                 name = safe_name(received.sent)
                 raise Refused(
                     400, f"'{name}' cannot be read: checking it stopped its process"
                 ) from None
         return out
+
+    def _submit(self, args: list[tuple[object, ...]]) -> list[Future[list[Checked]]]:
+        """The checks submitted to a pool that is not broken (a broken one is replaced)."""
+        pool = self._current()
+        if getattr(pool, "_broken", False):
+            self._replace(pool)
+            pool = self._current()
+        try:
+            return [pool.submit(check_file, *a) for a in args]
+        except BrokenProcessPool:  # it broke just now: one new pool, once
+            self._replace(pool)
+            pool = self._current()
+            return [pool.submit(check_file, *a) for a in args]
 
     def _replace(self, broken: ProcessPoolExecutor) -> None:
         with self._lock:
