@@ -189,3 +189,49 @@ def test_the_profile_of_a_docx_bomb_stops_at_the_member_budget(tmp_path: Path):
 def test_the_profile_of_a_small_docx_counts_every_paragraph(tmp_path: Path):
     doc = _docx_bomb(tmp_path / "small.docx", 20_000)
     assert profile_source(doc).profile.paragraph_count == 20_000
+
+
+def _mail_with_attachments(count: int) -> bytes:
+    """One e-mail carrying `count` small text attachments (each its own document)."""
+    from email.message import EmailMessage
+
+    message = EmailMessage()
+    message["From"], message["To"], message["Subject"] = "a@example.com", "b@example.com", "Logs"
+    message.set_content("Logs attached.")
+    for n in range(count):
+        message.add_attachment(f"log line {n}\n", filename=f"log-{n:04d}.txt")
+    return message.as_bytes()
+
+
+@pytest.mark.slow
+def test_an_upload_expanding_past_the_document_limit_is_refused_whole(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home", open_access=True, max_documents_per_upload=50)
+    with served(settings, worker=False) as client:
+        response = client.post(
+            "/v1/documents", files={"files": ("logs.eml", _mail_with_attachments(60))}
+        )
+        assert response.status_code == 413
+        assert response.json()["detail"] == (
+            "the upload holds 61 documents (archive members and e-mail attachments included), "
+            "above the limit of 50 (CORPUS_MAX_DOCUMENTS_PER_UPLOAD); nothing was stored"
+        )
+        assert client.get("/v1/namespaces/default/ingestion").json()["counts"] == {}
+
+
+@pytest.mark.slow
+def test_a_key_past_its_queued_jobs_is_told_to_come_back(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home", open_access=True, max_queued_jobs_per_key=5)
+    with served(settings, worker=False) as client:
+        first = client.post(
+            "/v1/documents", files={"files": ("logs.eml", _mail_with_attachments(3))}
+        )
+        assert first.status_code == 202  # 4 documents queued
+        second = client.post(
+            "/v1/documents", files={"files": ("more.eml", _mail_with_attachments(1))}
+        )
+        assert second.status_code == 429
+        assert second.headers["Retry-After"] == "30"
+        assert (
+            "this key has 4 jobs queued; 2 more would pass the limit of 5"
+            in (second.json()["detail"])
+        )

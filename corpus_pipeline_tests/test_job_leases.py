@@ -264,3 +264,36 @@ def test_the_upload_api_keeps_its_jobs_in_sqlite_on_the_embedded_instance(tmp_pa
 
     assert isinstance(store, SQLiteJobStore)
     assert store.path == settings.home / "service" / "jobs.db" and store.path.is_file()
+
+
+def test_keys_and_namespaces_take_turns_instead_of_first_come_first_served(store: JobStore):
+    bulk = [store.create(f"mail-{i}", "archive", f"{i}.pdf", principal="bulk") for i in range(5)]
+    single = store.create("memo", "team", "memo.md", principal="analyst")
+
+    order = []
+    while (job := store.claim()) is not None:
+        order.append(job.job_id)
+        store.finish(job.job_id)
+
+    # The bulk upload's first job started before the memo was queued behind four more of it:
+    # the memo is taken next, not last.
+    assert order == [bulk[0].job_id, single.job_id, *(j.job_id for j in bulk[1:])]
+
+
+def test_two_busy_groups_alternate(store: JobStore):
+    a = [store.create(f"a-{i}", "default", f"a{i}.md", principal="alice") for i in range(3)]
+    b = [store.create(f"b-{i}", "default", f"b{i}.md", principal="bob") for i in range(3)]
+    order = []
+    while (job := store.claim()) is not None:
+        order.append(job.job_id)
+        store.finish(job.job_id)
+    assert order == [a[0].job_id, b[0].job_id, a[1].job_id, b[1].job_id, a[2].job_id, b[2].job_id]
+
+
+def test_a_keys_queued_jobs_are_counted(store: JobStore):
+    for i in range(3):
+        store.create(f"d-{i}", "default", f"{i}.md", principal="alice")
+    store.create("other", "default", "o.md", principal="bob")
+    first = store.claim()
+    assert first is not None
+    assert (store.queued("alice"), store.queued("bob"), store.queued("carol")) == (2, 1, 0)

@@ -120,6 +120,10 @@ class CorpusSettings(PipelineLayout, BaseSettings):
     # Uploads one key may have in flight (more: 429), and the threads that check and store
     # them (door checks, archive expansion, the object store) off the request loop.
     max_uploads_per_key: int = Field(default=4, ge=1)
+    # Documents one upload may expand into (archive members, e-mail attachments; more: 413,
+    # nothing stored), and jobs one key may have queued at once (more: 429).
+    max_documents_per_upload: int = Field(default=500, ge=1)
+    max_queued_jobs_per_key: int = Field(default=2000, ge=1)
     upload_workers: int = Field(default=2, ge=1)
     # API keys both services read (`corpus keys`); default <home>/service/api_keys.json. Without
     # keys every request is refused, unless open access (loopback only) serves the local user.

@@ -10,6 +10,11 @@ in words: no URL, host or traceback). Nobody renews the lease of a worker whose 
 interrupted attempts fails it naming the file, so a crash loses no job and leaves no namespace
 "indexing" for ever. Timestamps are UTC ISO 8601.
 
+The queue is fair: a claim takes the oldest queued job of the (key, namespace) served least
+recently, so one upload's thousand documents and another key's one file take turns instead of
+the one file waiting behind the thousand. A job records the key that queued it (`principal`, not
+part of the `Job` contract) for that, and for the limit on the jobs a key may have queued.
+
 One interface, two backends: SQLite under the home (one machine; the claim is one atomic
 statement) and PostgreSQL when the deployment's Dagster storage is PostgreSQL
 (`deploy/dagster.postgres.yaml`), so upload-API processes on several machines share one queue
@@ -53,11 +58,13 @@ _COLUMNS = """
     lease_expires_at {timestamp}
 """
 # Added in place to a job table from before leases (its `processing` rows have no lease, so
-# `expire` queues them again).
-_LEASE_COLUMNS = {
+# `expire` queues them again) and before keys were recorded (its jobs have no key: one group).
+_ADDED_COLUMNS = {
     "attempts": "integer not null default 0",
     "lease_owner": "text",
     "lease_expires_at": "{timestamp}",
+    "principal": "text",
+    "served": "integer",  # the claim's place in the order of all claims (fair turns)
 }
 
 
@@ -90,17 +97,34 @@ class JobStore(ABC):
 
     @abstractmethod
     def create(
-        self, document_id: str, namespace: str, source_file_name: str, kind: JobKind = "document"
+        self,
+        document_id: str,
+        namespace: str,
+        source_file_name: str,
+        kind: JobKind = "document",
+        principal: str | None = None,
     ) -> Job: ...
 
     @abstractmethod
     def get(self, job_id: str) -> Job | None: ...
 
+    def queued(self, principal: str) -> int:
+        """Jobs the key has queued and not yet started."""
+        m = self._mark
+        return self._count(
+            f"select count(*) from {self._table} where status = 'queued' and principal = {m}",
+            (principal,),
+        )
+
+    @abstractmethod
+    def _count(self, sql: str, params: tuple[Any, ...]) -> int:
+        """Run one counting query; its number."""
+
     @abstractmethod
     def claim(self, owner: str | None = None) -> Job | None:
-        """The oldest queued job, now `processing` and leased to `owner` (a fresh token when
-        None; renew and finish with the returned job's `lease_owner`), its attempt counted;
-        None when nothing can be claimed. A job whose document another job is processing
+        """The oldest queued job of the (key, namespace) served least recently, now
+        `processing` and leased to `owner` (a fresh token when None; renew and finish with the
+        returned job's `lease_owner`), its attempt counted; None when nothing can be claimed. A job whose document another job is processing
         waits (one document's partition is never run twice side by side). Claimers in any
         thread or process never claim one job twice."""
 
@@ -213,11 +237,15 @@ class SQLiteJobStore(JobStore):
         with self._transaction() as db:  # two processes migrating at once: one does it
             db.execute(f"create table if not exists jobs ({_COLUMNS.format(timestamp='text')})")
             present = {row["name"] for row in db.execute("pragma table_info(jobs)")}
-            for column, declaration in _LEASE_COLUMNS.items():
+            for column, declaration in _ADDED_COLUMNS.items():
                 if column not in present:
                     db.execute(
                         f"alter table jobs add column {column} {declaration.format(timestamp='text')}"
                     )
+            db.execute(
+                "create index if not exists jobs_group on jobs (namespace, principal, served)"
+            )
+            db.execute("create index if not exists jobs_status on jobs (status, principal)")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -246,7 +274,12 @@ class SQLiteJobStore(JobStore):
         return _iso(datetime.now(UTC) + timedelta(seconds=self.lease_seconds))
 
     def create(
-        self, document_id: str, namespace: str, source_file_name: str, kind: JobKind = "document"
+        self,
+        document_id: str,
+        namespace: str,
+        source_file_name: str,
+        kind: JobKind = "document",
+        principal: str | None = None,
     ) -> Job:
         job = Job(
             job_id=uuid.uuid4().hex,
@@ -260,7 +293,7 @@ class SQLiteJobStore(JobStore):
         with self._connect() as db:
             db.execute(
                 "insert into jobs (job_id, kind, document_id, namespace, source_file_name, status,"
-                " created_at) values (?, ?, ?, ?, ?, ?, ?)",
+                " created_at, principal) values (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     job.job_id,
                     kind,
@@ -269,6 +302,7 @@ class SQLiteJobStore(JobStore):
                     source_file_name,
                     "queued",
                     job.created_at,
+                    principal,
                 ),
             )
         return job
@@ -282,10 +316,14 @@ class SQLiteJobStore(JobStore):
         with self._connect() as db:
             row = db.execute(
                 "update jobs set status = 'processing', started_at = ?, attempts = attempts + 1,"
-                " lease_owner = ?, lease_expires_at = ? where job_id = ("
-                " select job_id from jobs where status = 'queued' and document_id not in"
+                " lease_owner = ?, lease_expires_at = ?,"
+                " served = (select coalesce(max(served), 0) + 1 from jobs) where job_id = ("
+                " select job_id from jobs q where status = 'queued' and document_id not in"
                 " (select document_id from jobs where status = 'processing')"
-                " order by created_at, rowid limit 1) returning *",  # rowid: insertion order
+                # The group served least recently first (never served: null, first), then
+                # the oldest of it; rowid: insertion order.
+                " order by (select max(s.served) from jobs s where s.namespace = q.namespace"
+                " and s.principal is q.principal), created_at, rowid limit 1) returning *",
                 (_now(), owner or uuid.uuid4().hex, self._lease_end()),
             ).fetchone()
         return Job(**dict(row)) if row else None
@@ -339,6 +377,10 @@ class SQLiteJobStore(JobStore):
             row = db.execute(sql, params).fetchone()
         return Job(**dict(row)) if row else None
 
+    def _count(self, sql: str, params: tuple[Any, ...]) -> int:
+        with self._connect() as db:
+            return int(db.execute(sql, params).fetchone()[0])
+
     def counts(self, namespace: str) -> dict[str, int]:
         with self._connect() as db:
             rows = db.execute(
@@ -373,7 +415,7 @@ class PostgresJobStore(JobStore):
                 "create table if not exists corpus_jobs (seq bigserial not null,"
                 f" {_COLUMNS.format(timestamp='timestamptz')})"
             )
-            for column, declaration in _LEASE_COLUMNS.items():
+            for column, declaration in _ADDED_COLUMNS.items():
                 cur.execute(
                     f"alter table corpus_jobs add column if not exists {column}"
                     f" {declaration.format(timestamp='timestamptz')}"
@@ -381,6 +423,10 @@ class PostgresJobStore(JobStore):
             cur.execute(
                 "create index if not exists corpus_jobs_queue"
                 " on corpus_jobs (status, created_at, seq)"
+            )
+            cur.execute(
+                "create index if not exists corpus_jobs_group"
+                " on corpus_jobs (namespace, principal, served)"
             )
 
     @contextmanager
@@ -401,19 +447,33 @@ class PostgresJobStore(JobStore):
     def _job(row: Mapping[str, Any] | None) -> Job | None:
         if row is None:
             return None
-        values = {k: v for k, v in row.items() if k != "seq"}
+        values = {k: v for k, v in row.items() if k not in ("seq", "principal", "served")}
         if isinstance(values["lease_expires_at"], datetime):
             values["lease_expires_at"] = _iso(values["lease_expires_at"])
         return Job(**values)
 
     def create(
-        self, document_id: str, namespace: str, source_file_name: str, kind: JobKind = "document"
+        self,
+        document_id: str,
+        namespace: str,
+        source_file_name: str,
+        kind: JobKind = "document",
+        principal: str | None = None,
     ) -> Job:
         with self._cursor() as cur:
             cur.execute(
                 "insert into corpus_jobs (job_id, kind, document_id, namespace, source_file_name,"
-                " status, created_at) values (%s, %s, %s, %s, %s, 'queued', %s) returning *",
-                (uuid.uuid4().hex, kind, document_id, namespace, source_file_name, _now()),
+                " status, created_at, principal)"
+                " values (%s, %s, %s, %s, %s, 'queued', %s, %s) returning *",
+                (
+                    uuid.uuid4().hex,
+                    kind,
+                    document_id,
+                    namespace,
+                    source_file_name,
+                    _now(),
+                    principal,
+                ),
             )
             job = self._job(cur.fetchone())
         assert job is not None
@@ -435,11 +495,14 @@ class PostgresJobStore(JobStore):
         while True:
             with self._cursor() as cur:
                 cur.execute(
-                    "select job_id, document_id from corpus_jobs where status = 'queued'"
+                    "select job_id, document_id from corpus_jobs q where status = 'queued'"
                     " and document_id not in"
                     " (select document_id from corpus_jobs where status = 'processing')"
                     " and not (document_id = any(%s))"
-                    " order by created_at, seq limit 1 for update skip locked",
+                    " order by (select max(s.served) from corpus_jobs s"
+                    " where s.namespace = q.namespace"
+                    " and s.principal is not distinct from q.principal) nulls first,"
+                    " created_at, seq limit 1 for update skip locked",
                     (passed,),
                 )
                 candidate = cur.fetchone()
@@ -461,6 +524,7 @@ class PostgresJobStore(JobStore):
                         cur.execute(
                             "update corpus_jobs set status = 'processing', started_at = %s,"
                             " attempts = attempts + 1, lease_owner = %s,"
+                            " served = (select coalesce(max(served), 0) + 1 from corpus_jobs),"
                             " lease_expires_at = clock_timestamp() + make_interval(secs => %s)"
                             " where job_id = %s returning *",
                             (_now(), owner, self.lease_seconds, candidate["job_id"]),
@@ -520,6 +584,11 @@ class PostgresJobStore(JobStore):
         with self._cursor() as cur:
             cur.execute(sql, params)
             return self._job(cur.fetchone())
+
+    def _count(self, sql: str, params: tuple[Any, ...]) -> int:
+        with self._cursor() as cur:
+            cur.execute(sql, params)
+            return int(next(iter(cur.fetchone().values())))
 
     def counts(self, namespace: str) -> dict[str, int]:
         with self._cursor() as cur:

@@ -82,8 +82,9 @@ def accept(
         ]
     else:
         documents = _new_documents(state.registry, namespace, admitted)
+    _within_limits(state, who, len(documents))
     # All passed: now store, then record the job.
-    queued = [_queue(state, fields, *document) for document in documents]
+    queued = [_queue(state, fields, who, *document) for document in documents]
     return UploadResponse(namespace=namespace, files=queued + skipped)
 
 
@@ -111,9 +112,33 @@ def _sorted_verdicts(
     return admitted, skipped
 
 
+def _within_limits(state: IngestState, who: Principal, documents: int) -> None:
+    """One upload expands into at most `max_documents_per_upload` documents (413), and a key
+    has at most `max_queued_jobs_per_key` jobs queued (429): checked before anything is
+    stored, so one upload cannot queue hours of work ahead of everyone."""
+    settings = state.settings
+    if documents > settings.max_documents_per_upload:
+        raise Refused(
+            413,
+            f"the upload holds {documents:,} documents (archive members and e-mail attachments "
+            f"included), above the limit of {settings.max_documents_per_upload:,} "
+            "(CORPUS_MAX_DOCUMENTS_PER_UPLOAD); nothing was stored",
+        )
+    queued = state.jobs.queued(who.name)
+    if queued + documents > settings.max_queued_jobs_per_key:
+        raise HTTPException(
+            429,
+            f"this key has {queued:,} jobs queued; {documents:,} more would pass the limit of "
+            f"{settings.max_queued_jobs_per_key:,} (CORPUS_MAX_QUEUED_JOBS_PER_KEY): try again "
+            "when some are done",
+            headers={"Retry-After": "30"},
+        )
+
+
 def _queue(
     state: IngestState,
     fields: UploadFields,
+    who: Principal,
     name: str,
     document_id: str,
     path: Path,
@@ -131,7 +156,7 @@ def _queue(
         attached_to=attached_to,
     )
     with state.passwords.recording() as pending:  # set before a worker can take the job
-        job = state.jobs.create(record.document_id, fields.namespace, name)
+        job = state.jobs.create(record.document_id, fields.namespace, name, principal=who.name)
         if fields.password:
             pending[job.job_id] = fields.password
     return QueuedFile(

@@ -80,4 +80,6 @@ def delete(document_id: str, who: PrincipalDep, state: StateDep) -> Job:
     if not may_read(who, record.namespace):
         raise HTTPException(404, f"no document '{document_id}'")
     require_writable(who, record.namespace)
-    return state.jobs.create(document_id, record.namespace, record.source_file_name, "delete")
+    return state.jobs.create(
+        document_id, record.namespace, record.source_file_name, "delete", principal=who.name
+    )
