@@ -23,7 +23,7 @@ from corpus_pipeline.parsing.markdown import parse_markdown
 from corpus_pipeline.parsing.zipped import MAX_MEMBER_BYTES
 from corpus_pipeline.profiling.profile import profile_source
 
-from .http_service import CORPUS_CLI, served
+from .http_service import CORPUS_CLI, finished_job, served
 from .support import bare_profile
 
 
@@ -235,3 +235,18 @@ def test_a_key_past_its_queued_jobs_is_told_to_come_back(tmp_path: Path):
             "this key has 4 jobs queued; 2 more would pass the limit of 5"
             in (second.json()["detail"])
         )
+
+
+@pytest.mark.slow
+def test_the_documents_of_one_upload_publish_together(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home", open_access=True)
+    with served(settings) as client:
+        queued = client.post(
+            "/v1/documents", files={"files": ("logs.eml", _mail_with_attachments(8))}
+        )
+        assert queued.status_code == 202
+        jobs = [finished_job(client, f["job_id"]) for f in queued.json()["files"]]
+    assert [j["status"] for j in jobs] == ["done"] * 9
+    revisions = {j["revision"] for j in jobs}
+    # One publish for all nine (two when the worker took the first before the rest were queued).
+    assert len(revisions) <= 2, revisions
