@@ -52,5 +52,5 @@ def delete_document(document_id: str) -> None:
 
 
 def publish(namespace: str) -> PublishOutcome:
-    """Publish one namespace (after each job)."""
+    """Publish one namespace (after its jobs that followed each other in the queue)."""
     return _runs().publish(namespace)
