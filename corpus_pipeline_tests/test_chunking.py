@@ -403,3 +403,15 @@ def test_a_resource_text_no_parser_could_part_is_bounded_and_marked():
     [image] = [c for c in result.chunks if c.chunk_type is ChunkType.IMAGE]
     assert image.metadata.tokens <= RESOURCE_MAX_TOKENS
     assert image.content.startswith("label0 label1") and image.content.endswith(" […]")
+
+
+def test_rows_of_only_punctuation_or_invisible_characters_make_no_chunk():
+    rows = (
+        Rows()
+        .add(RowType.HEADING, "\u200b\u200d", heading_level=1)
+        .add(RowType.PARAGRAPH, ",,,, ,,,,")
+        .add(RowType.PARAGRAPH, "\u200b\u200c\u200d\ufeff")
+        .add(RowType.PARAGRAPH, "Price: 5 € → 6 €")
+    )
+    chunks = rows.build().chunks
+    assert [c.content for c in chunks] == ["Price: 5 € → 6 €"]

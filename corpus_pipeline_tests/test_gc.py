@@ -136,3 +136,18 @@ def test_the_daily_schedule_runs_the_gc_job(home: Home) -> None:
     assert not _store(home.settings).exists(home.orphan_blob)
     assert not (home.settings.artifacts_dir / home.orphan_id).exists()
     assert _store(home.settings).exists(home.kept.object_key)
+
+
+def test_a_symlinked_folder_under_artifacts_is_unlinked_never_followed(home: Home, tmp_path: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the corpus's to remove")
+    link = home.settings.artifacts_dir / "linked-folder"
+    link.symlink_to(outside, target_is_directory=True)
+    os.utime(link, (time.time() - TWO_HOURS,) * 2, follow_symlinks=False)
+
+    report = collect_garbage(home.settings)
+
+    assert "artifacts/linked-folder" in {g.location for g in report.removed}
+    assert not link.exists() and not link.is_symlink()
+    assert (outside / "keep.txt").read_text() == "not the corpus's to remove"

@@ -250,3 +250,21 @@ def test_the_documents_of_one_upload_publish_together(tmp_path: Path):
     revisions = {j["revision"] for j in jobs}
     # One publish for all nine (two when the worker took the first before the rest were queued).
     assert len(revisions) <= 2, revisions
+
+
+@pytest.mark.slow
+def test_a_multipart_boundary_too_long_to_read_is_refused_with_a_reason(tmp_path: Path):
+    settings = load_settings(home=tmp_path / "home", open_access=True)
+    boundary = "b" * 300
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="a.md"\r\n'
+        f"Content-Type: text/markdown\r\n\r\n# A\r\n--{boundary}--\r\n"
+    ).encode()
+    with served(settings, worker=False) as client:
+        response = client.post(
+            "/v1/documents",
+            content=body,
+            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+        )
+    assert response.status_code == 400
+    assert response.json()["detail"] == "the multipart boundary must be 1 to 256 characters long"

@@ -148,6 +148,10 @@ class _Reader:
             handle.close()
 
 
+# The longest multipart boundary read (RFC 2046 asks for at most 70; the parser fails past 256).
+MAX_BOUNDARY = 256
+
+
 async def receive_form(
     content_type: str | None,
     stream: AsyncIterator[bytes],
@@ -159,9 +163,12 @@ async def receive_form(
     kind, options = parse_options_header(content_type)
     if kind != b"multipart/form-data" or b"boundary" not in options:
         raise Refused(400, "the body must be multipart/form-data with one or more 'files'")
+    boundary = options[b"boundary"]
+    if not 1 <= len(boundary) <= MAX_BOUNDARY:
+        raise Refused(400, f"the multipart boundary must be 1 to {MAX_BOUNDARY} characters long")
     reader = _Reader(limits, directory)
     parser = MultipartParser(
-        options[b"boundary"],
+        boundary,
         {
             "on_part_begin": reader.on_part_begin,
             "on_part_data": reader.on_part_data,

@@ -102,11 +102,15 @@ def collect_garbage(
             if path.name in referenced_ids:
                 continue
             try:
-                item = Garbage(kind, path.relative_to(settings.home).as_posix(), _size(path))
-                if datetime.fromtimestamp(path.stat().st_mtime, UTC) > cutoff:
+                link = path.is_symlink()  # never ours: the link goes, never what it points to
+                size = 0 if link else _size(path)
+                item = Garbage(kind, path.relative_to(settings.home).as_posix(), size)
+                if datetime.fromtimestamp(path.lstat().st_mtime, UTC) > cutoff:
                     report.kept_young.append(item)
                     continue
-                if not dry_run:
+                if not dry_run and link:
+                    path.unlink()
+                elif not dry_run:
                     shutil.rmtree(path)
             except FileNotFoundError:  # removed meanwhile (a document forgotten): nothing to do
                 continue

@@ -15,6 +15,7 @@ Markers are planned as edits over the plain text and applied in reverse order (`
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -134,7 +135,7 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
             path, ids = list(row.hierarchy_path), new_ids
             context = ""
         if row.row_type is RowType.HEADING:
-            if row.text.strip():
+            if has_content(row.text):
                 buffer.append(_heading_piece(row))
         elif row.row_type in (RowType.TABLE, RowType.IMAGE):
             draft = _resource_draft(row, captions.get(row.order), context)
@@ -149,12 +150,19 @@ def build_chunks(rows: list[ParsedRow], options: ChunkingOptions) -> ChunkingRes
                     row.page_numbers,
                 )
             )
-        elif row.row_type in _BODY_TYPES and row.order not in consumed and row.text.strip():
+        elif row.row_type in _BODY_TYPES and row.order not in consumed and has_content(row.text):
             buffer.append(_text_piece(row))
             context = " ".join((context + " " + row.text).split()[-_LEAD_IN_WORDS:])
     flush()
     chunks = _dedupe(drafts, options)
     return ChunkingResult(chunks=chunks, resources=_resource_entries(resources))
+
+
+def has_content(text: str) -> bool:
+    """Text a reader sees and can search: a letter, a digit or a symbol. Punctuation, spaces and
+    invisible characters alone (a CSV of only commas, a file of zero-width characters) make no
+    chunk, so such a document fails as empty instead of publishing junk."""
+    return any(unicodedata.category(ch)[0] in "LNS" for ch in text)
 
 
 def _only_headings(buffer: list[_Piece]) -> bool:
