@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -268,3 +269,27 @@ def test_a_multipart_boundary_too_long_to_read_is_refused_with_a_reason(tmp_path
         )
     assert response.status_code == 400
     assert response.json()["detail"] == "the multipart boundary must be 1 to 256 characters long"
+
+
+FRAGMENTED = """
+import gc, json
+from corpus_pipeline.upload_api.tasks import release_memory
+def rss():
+    return int(open('/proc/self/statm').read().split()[1]) * 4096 >> 20
+start = rss()
+held = [bytes(1000) + str(i).encode() for i in range(300_000)]
+keep = held[::500]  # a few survivors pin the heap, as a large job's leftovers do
+del held
+gc.collect()
+freed = rss()
+print(json.dumps({"start": start, "freed": freed, "released": release_memory() >> 20}))
+"""
+
+
+def test_an_idle_ingest_process_gives_a_large_jobs_heap_back():
+    done = subprocess.run(
+        [sys.executable, "-c", FRAGMENTED], capture_output=True, text=True, check=True
+    )
+    mb = json.loads(done.stdout)
+    assert mb["freed"] > mb["start"] + 200, "the scenario: freed, but still resident"
+    assert mb["released"] < mb["start"] + 100, mb
