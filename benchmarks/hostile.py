@@ -371,6 +371,61 @@ def upload_case(work: Path, attachments: int) -> Row:
     }
 
 
+FAIRNESS = "another key's one file while one upload's 400 documents are processed"
+
+
+def fairness_case(work: Path, attachments: int = 400, patience: float = 180.0) -> Row:
+    """Key A uploads an e-mail of `attachments` attachments; once its first job runs, key B
+    uploads one file to another namespace: how long B's job waits to start."""
+    home = work / "fair-home"
+    env = home_env(home, CORPUS_INGEST_WORKERS="1")
+    bulk = create_key(env, "bulk", read=["default"], write=["default"])
+    single = create_key(env, "single", read=["team"], write=["team"])
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (
+        running_service(["ingest-api", "--port", str(port)], env, home / "upload.log") as process,
+        httpx.Client(base_url=url, timeout=600) as client,
+    ):
+        wait_ready(url, process)
+        a = client.post(
+            "/v1/documents",
+            files={"files": ("logs.eml", mail_with_attachments(attachments))},
+            headers={"Authorization": f"Bearer {bulk}"},
+        )
+        while (
+            client.get(
+                "/v1/namespaces/default/ingestion", headers={"Authorization": f"Bearer {bulk}"}
+            )
+            .json()
+            .get("counts", {})
+            .get("processing", 0)
+            == 0
+        ):
+            time.sleep(0.2)
+        auth = {"Authorization": f"Bearer {single}"}
+        queued_at = time.perf_counter()
+        b = client.post(
+            "/v1/documents",
+            files={"files": ("memo.md", b"# Memo\n\nThe weir is open.\n")},
+            data={"namespace": "team"},
+            headers=auth,
+        )
+        [job] = b.json()["files"]
+        waited = None
+        while time.perf_counter() - queued_at < patience:
+            if client.get(f"/v1/jobs/{job['job_id']}", headers=auth).json()["status"] != "queued":
+                waited = round(time.perf_counter() - queued_at, 1)
+                break
+            time.sleep(0.2)
+    return {
+        "bulk_upload_status": a.status_code,
+        "bulk_documents": attachments + 1,
+        "other_upload_status": b.status_code,
+        "other_job_started_after_s": waited if waited is not None else f"> {patience:.0f}",
+    }
+
+
 def run(wanted: set[str] | None) -> Row:
     out: Row = {"generated_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     out["machine"] = machine_facts()
@@ -394,6 +449,9 @@ def run(wanted: set[str] | None) -> Row:
         if wanted is None or name in wanted:
             log(f"upload: {name}")
             cases[name] = {"service": "upload", **upload_case(work, 1000)}
+        if wanted is None or FAIRNESS in wanted:
+            log(f"upload: {FAIRNESS}")
+            cases[FAIRNESS] = {"service": "upload", **fairness_case(work)}
     out["cases"] = cases
     return out
 

@@ -7,11 +7,9 @@ The process builds its `DocumentRuns` once, in the pool's initializer.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import gc
 import os
 
+from corpus_pipeline.common.memory import trim_heap
 from corpus_pipeline.common.secrets import document_password
 from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.orchestration.runs import DocumentRuns, IngestResult, PublishOutcome
@@ -38,10 +36,8 @@ def ready() -> None:
 
 def release_memory() -> int:
     """Free what is unreachable and hand the allocator's free pages back to the system
-    (glibc `malloc_trim`; elsewhere only the collection). This process's resident bytes after."""
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    (`trim_heap`); this process's resident bytes after."""
+    trim_heap(collect=True)
     with open("/proc/self/statm", "rb") as fh:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 

@@ -8,12 +8,11 @@ A revision that fails to load is logged and the previous one keeps serving.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from corpus_pipeline.common.memory import trim_heap
 from corpus_pipeline.common.periodic import Periodic
 from corpus_pipeline.contracts.published import TABLES
 from corpus_pipeline.storage.mirror import RemoteRevisions
@@ -107,11 +106,8 @@ class SnapshotManager:
 
 
 def release_memory() -> None:
-    """Hand the heap's free pages back to the system (glibc `malloc_trim`) once a replaced
-    revision's memory is free; nothing where there is no glibc. (ctypes releases the GIL for
-    the call: requests go on meanwhile.)"""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    """Once a replaced revision's memory is free, its pages go back to the system."""
+    trim_heap()
 
 
 def remote_revisions(
