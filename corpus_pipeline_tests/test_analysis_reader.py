@@ -27,7 +27,7 @@ from corpus_pipeline.contracts.evaluation import (
     RankedResult,
     SystemResult,
 )
-from corpus_pipeline.intake.jobs import open_job_store
+from corpus_pipeline.intake.job_store import open_job_store
 from query_service.config import ServiceSettings
 
 from .http_service import running_service, write_api_keys

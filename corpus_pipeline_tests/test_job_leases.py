@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 
 from corpus_pipeline.common.settings import load_settings
-from corpus_pipeline.intake.jobs import JobStore, PostgresJobStore, SQLiteJobStore, open_job_store
+from corpus_pipeline.intake.job_store import open_job_store
+from corpus_pipeline.intake.jobs import JobStore, SQLiteJobStore
+from corpus_pipeline.intake.jobs_postgres import PostgresJobStore
 from corpus_pipeline.orchestration.runs import REPO_ROOT
 
 from .services import PG_HOST, PG_PORT, PG_USER, database_exists, postgres_database, query

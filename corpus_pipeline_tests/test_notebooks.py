@@ -21,7 +21,7 @@ from nbstripout import strip_output  # type: ignore[import-untyped]
 
 from corpus_pipeline import analysis
 from corpus_pipeline.common.settings import CorpusSettings
-from corpus_pipeline.intake.jobs import open_job_store
+from corpus_pipeline.intake.job_store import open_job_store
 from query_service.config import ServiceSettings
 
 from .http_service import CORPUS_CLI, running_service, write_api_keys

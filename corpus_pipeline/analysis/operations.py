@@ -23,7 +23,7 @@ from corpus_pipeline.common.settings import CorpusSettings
 from corpus_pipeline.contracts.api import CacheStats
 from corpus_pipeline.contracts.jobs import Job
 from corpus_pipeline.defs.tags import DOCUMENTS_TAG, NAMESPACE_TAG, STAGE_TAG, TRIGGER_TAG
-from corpus_pipeline.intake.jobs import postgres_connection
+from corpus_pipeline.intake.jobs_postgres import postgres_connection
 from query_service.snapshot.records import read_runs
 
 if TYPE_CHECKING:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corpus_pipeline.common.settings import CorpusSettings
-from corpus_pipeline.intake.jobs import JobStore, open_job_store
+from corpus_pipeline.intake.job_store import open_job_store
+from corpus_pipeline.intake.jobs import JobStore
 from corpus_pipeline.intake.uploads import UploadLimits
 from corpus_pipeline.storage.store import ObjectStore, SourceRegistry
 from corpus_pipeline.upload_api.door_pool import DoorPool
