@@ -80,11 +80,14 @@ def mail_with_attachments(count: int) -> bytes:
     return message.as_bytes()
 
 
+PARAGRAPH = b"<w:p><w:r><w:t>The same sentence again and again.</w:t></w:r></w:p>"
+
+
 def docx_bomb(path: Path, expanded: int) -> None:
-    """A DOCX whose document.xml expands to `expanded` bytes of one repeated paragraph."""
+    """A DOCX whose document.xml expands to `expanded` bytes of one repeated paragraph (whole
+    blocks of 10,000 PARAGRAPHs: a few hundred KB hold a GiB)."""
     word = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-    paragraph = b"<w:p><w:r><w:t>The same sentence again and again.</w:t></w:r></w:p>"
-    block = paragraph * 10_000
+    block = PARAGRAPH * 10_000
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         zf.writestr(
             "[Content_Types].xml",

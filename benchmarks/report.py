@@ -566,6 +566,51 @@ def upload_door(r: Result) -> Lines:
     ]
 
 
+def _hostile_outcome(case: Any) -> str:
+    if not isinstance(case, dict):
+        return "-"
+    if case.get("service") == "ingest":
+        error = case.get("error")
+        return f"{case.get('outcome')}" + (f": {error}" if error else "")
+    if "other_job_started_after_s" in case:
+        return f"other key's job started after {case['other_job_started_after_s']} s"
+    status = case.get("status")
+    detail = case.get("detail")
+    return f"{status}" + (f": {detail}" if detail else "")
+
+
+def _hostile_cost(case: Any) -> str:
+    if not isinstance(case, dict):
+        return "-"
+    memory = case.get("peak_process_mb", case.get("server_peak_growth_mb"))
+    label = "peak MiB" if "peak_process_mb" in case else "server +MiB"
+    seconds = case.get("seconds")
+    return f"{num(seconds)} s" + (f", {label} {num(memory)}" if memory is not None else "")
+
+
+def hostile(r: Result) -> Lines:
+    after, before = r.data.get("cases", {}), get(r.data, "before", "cases") or {}
+    rows = [
+        [
+            name,
+            case.get("service", "-"),
+            _hostile_outcome(before.get(name)),
+            _hostile_cost(before.get(name)),
+            _hostile_outcome(case),
+            _hostile_cost(case),
+        ]
+        for name, case in after.items()
+    ]
+    return [
+        *table(["case", "service", "before", "before: cost", "after", "after: cost"], rows),
+        "",
+        f"Before: {get(r.data, 'before', 'commit') or '-'}; ingest cases under "
+        f"`CORPUS_PARSE_MAX_MEMORY_MB={r.data.get('parse_max_memory_mb')}` (peak: the largest "
+        "resident memory of any process of the run); query cases: the server's peak resident "
+        "memory growth during the request (after a warm-up search).",
+    ]
+
+
 # -- the page ----------------------------------------------------------------------------------
 
 Single = Callable[[Result], Lines]
@@ -622,6 +667,7 @@ SECTIONS: list[tuple[str, str, Single]] = [
     ("Soak", "soak", soak),
     ("Upload door", "upload_door", upload_door),
     ("Parser fuzzing", "fuzz_parsers", fuzz_parsers),
+    ("Hostile input", "hostile", hostile),
 ]
 GROUPS: list[tuple[str, str, Several]] = [
     ("Ingest throughput", "ingest_speed", ingest_speed),
@@ -644,6 +690,7 @@ ORDER = [
     "soak",
     "upload_door",
     "fuzz_parsers",
+    "hostile",
 ]
 
 

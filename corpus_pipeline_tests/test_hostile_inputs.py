@@ -7,11 +7,18 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from benchmarks.hostile import (
+    PARAGRAPH,
+    docx_bomb,
+    mail_with_attachments,
+    nested_list,
+    nested_messages,
+    nested_multiparts,
+)
 from corpus_pipeline.common.errors import NestingTooDeepError
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import FileFormat, RowType
@@ -26,27 +33,6 @@ from corpus_pipeline.profiling.profile import profile_source
 
 from .http_service import CORPUS_CLI, finished_job, served
 from .support import bare_profile
-
-
-def nested_messages(depth: int) -> bytes:
-    """A message attaching a message attaching a message …, `depth` deep."""
-    inner = (
-        "From: a@example.com\nTo: b@example.com\nSubject: core\nContent-Type: text/plain\n\nhi\n"
-    )
-    for level in range(depth):
-        inner = (
-            f"From: a@example.com\nTo: b@example.com\nSubject: level {level}\n"
-            f"Content-Type: message/rfc822\n\n{inner}"
-        )
-    return inner.encode()
-
-
-def nested_multiparts(depth: int) -> bytes:
-    body = "Content-Type: text/plain\n\nleaf\n"
-    for level in range(depth):
-        b = f"b{level}"
-        body = f'Content-Type: multipart/mixed; boundary="{b}"\n\n--{b}\n{body}\n--{b}--\n'
-    return ("From: a@example.com\nTo: b@example.com\nSubject: deep\n" + body).encode()
 
 
 @pytest.mark.parametrize(
@@ -121,20 +107,18 @@ def _parse(tmp_path: Path, name: str, text: str, fmt: FileFormat, parse) -> Pars
     return ctx
 
 
-def _nested_list(depth: int) -> str:
-    return "# Deep\n\n" + "".join("  " * i + f"- item {i}\n" for i in range(depth))
-
-
 def test_markdown_nested_past_the_bound_is_refused_not_cut(tmp_path: Path):
     with pytest.raises(NestingTooDeepError) as refused:
-        _parse(tmp_path, "deep.md", _nested_list(3000), FileFormat.MARKDOWN, parse_markdown)
+        _parse(tmp_path, "deep.md", nested_list(3000).decode(), FileFormat.MARKDOWN, parse_markdown)
     assert str(refused.value) == (
         f"corrupt markdown document: its blocks nest more than {MD_NESTING} levels deep"
     )
 
 
 def test_markdown_nested_within_the_bound_keeps_every_item(tmp_path: Path):
-    ctx = _parse(tmp_path, "lists.md", _nested_list(20), FileFormat.MARKDOWN, parse_markdown)
+    ctx = _parse(
+        tmp_path, "lists.md", nested_list(20).decode(), FileFormat.MARKDOWN, parse_markdown
+    )
     assert [r.text for r in ctx.rows if r.row_type is RowType.LIST_ITEM] == [
         f"item {i}" for i in range(20)
     ]
@@ -153,33 +137,10 @@ def test_html_nested_just_within_the_bound_is_read(tmp_path: Path):
     assert [r.text for r in ctx.rows] == ["deep text"]
 
 
-def _docx_bomb(path: Path, paragraphs: int) -> Path:
-    """A DOCX whose document.xml expands far beyond its size (the same paragraph repeated):
-    a few hundred KB holding `paragraphs` paragraphs of ~90 bytes each."""
-    word = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-    paragraph = b"<w:p><w:r><w:t>The same sentence again and again.</w:t></w:r></w:p>"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        zf.writestr("[Content_Types].xml", CONTENT_TYPES)
-        with zf.open("word/document.xml", "w") as out:
-            out.write(f'<w:document xmlns:w="{word}"><w:body>'.encode())
-            block = paragraph * 10_000
-            for _ in range(paragraphs // 10_000):
-                out.write(block)
-            out.write(b"</w:body></w:document>")
-    return path
-
-
-CONTENT_TYPES = (
-    '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-    '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
-    'officedocument.wordprocessingml.document.main+xml"/></Types>'
-)
-
-
 def test_the_profile_of_a_docx_bomb_stops_at_the_member_budget(tmp_path: Path):
-    per_paragraph = 72
-    total = 2 * MAX_MEMBER_BYTES // per_paragraph  # twice the budget
-    bomb = _docx_bomb(tmp_path / "bomb.docx", total)
+    bomb = tmp_path / "bomb.docx"
+    docx_bomb(bomb, 2 * MAX_MEMBER_BYTES)  # twice the budget
+    total = 2 * MAX_MEMBER_BYTES // (len(PARAGRAPH) * 10_000) * 10_000
     assert bomb.stat().st_size < MAX_MEMBER_BYTES // 50
     profile = profile_source(bomb).profile
     assert profile.format is FileFormat.DOCX
@@ -188,20 +149,9 @@ def test_the_profile_of_a_docx_bomb_stops_at_the_member_budget(tmp_path: Path):
 
 
 def test_the_profile_of_a_small_docx_counts_every_paragraph(tmp_path: Path):
-    doc = _docx_bomb(tmp_path / "small.docx", 20_000)
+    doc = tmp_path / "small.docx"
+    docx_bomb(doc, 20_000 * len(PARAGRAPH))
     assert profile_source(doc).profile.paragraph_count == 20_000
-
-
-def _mail_with_attachments(count: int) -> bytes:
-    """One e-mail carrying `count` small text attachments (each its own document)."""
-    from email.message import EmailMessage
-
-    message = EmailMessage()
-    message["From"], message["To"], message["Subject"] = "a@example.com", "b@example.com", "Logs"
-    message.set_content("Logs attached.")
-    for n in range(count):
-        message.add_attachment(f"log line {n}\n", filename=f"log-{n:04d}.txt")
-    return message.as_bytes()
 
 
 @pytest.mark.slow
@@ -209,7 +159,7 @@ def test_an_upload_expanding_past_the_document_limit_is_refused_whole(tmp_path: 
     settings = load_settings(home=tmp_path / "home", open_access=True, max_documents_per_upload=50)
     with served(settings, worker=False) as client:
         response = client.post(
-            "/v1/documents", files={"files": ("logs.eml", _mail_with_attachments(60))}
+            "/v1/documents", files={"files": ("logs.eml", mail_with_attachments(60))}
         )
         assert response.status_code == 413
         assert response.json()["detail"] == (
@@ -224,11 +174,11 @@ def test_a_key_past_its_queued_jobs_is_told_to_come_back(tmp_path: Path):
     settings = load_settings(home=tmp_path / "home", open_access=True, max_queued_jobs_per_key=5)
     with served(settings, worker=False) as client:
         first = client.post(
-            "/v1/documents", files={"files": ("logs.eml", _mail_with_attachments(3))}
+            "/v1/documents", files={"files": ("logs.eml", mail_with_attachments(3))}
         )
         assert first.status_code == 202  # 4 documents queued
         second = client.post(
-            "/v1/documents", files={"files": ("more.eml", _mail_with_attachments(1))}
+            "/v1/documents", files={"files": ("more.eml", mail_with_attachments(1))}
         )
         assert second.status_code == 429
         assert second.headers["Retry-After"] == "30"
@@ -243,7 +193,7 @@ def test_the_documents_of_one_upload_publish_together(tmp_path: Path):
     settings = load_settings(home=tmp_path / "home", open_access=True)
     with served(settings) as client:
         queued = client.post(
-            "/v1/documents", files={"files": ("logs.eml", _mail_with_attachments(8))}
+            "/v1/documents", files={"files": ("logs.eml", mail_with_attachments(8))}
         )
         assert queued.status_code == 202
         jobs = [finished_job(client, f["job_id"]) for f in queued.json()["files"]]

@@ -64,7 +64,7 @@ class RequestGuard:
             return
         if self.keyed(scope["path"]):
             try:
-                principal = _principal(self.resolver, scope)
+                principal = scope_principal(self.resolver, scope)
             except AccessDenied as exc:
                 await denied_response(exc)(scope, receive, send)
                 return
@@ -90,13 +90,15 @@ class RequestGuard:
         await self.app(scope, _replay(bytes(body), receive), send)
 
 
-def _principal(resolver: KeyResolver, scope: Scope) -> Principal:
+def scope_principal(resolver: KeyResolver, scope: Scope, surface: str = "") -> Principal:
+    """The principal of an HTTP request as an ASGI scope: the headers every route reads, resolved
+    the same way (`surface` names where, e.g. "MCP", in a refusal's log line)."""
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
     return principal_for_authorization(
         resolver,
         headers.get("authorization"),
         headers.get("x-api-key"),
-        what=f"{scope['method']} {scope['path']}",
+        what=" ".join(filter(None, (surface, scope.get("method", ""), scope.get("path", "")))),
         client=scope["client"][0] if scope.get("client") else None,
     )
 

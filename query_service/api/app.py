@@ -20,11 +20,10 @@ from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
-from corpus_pipeline.access.guard import RequestGuard
+from corpus_pipeline.access.guard import RequestGuard, scope_principal
 from corpus_pipeline.access.keys import AccessDenied, denied_response, install
 from corpus_pipeline.access.openapi import SWAGGER_UI, amend_openapi
 from corpus_pipeline.contracts.artifacts import Manifest
-from query_service.api.deps import scope_principal
 from query_service.api.errors import install_error_handlers
 from query_service.api.routes import ROUTERS
 from query_service.config import ServiceSettings
@@ -123,7 +122,7 @@ def _mcp_auth(service: QueryService, inner: Any) -> Any:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             try:
-                principal = scope_principal(service.keys, scope)
+                principal = scope_principal(service.keys, scope, "MCP")
             except AccessDenied as exc:
                 await denied_response(exc)(scope, receive, send)
                 return

@@ -1,6 +1,6 @@
 """The query API's dependencies, and the one place a presented key becomes a principal for
 HTTP and MCP alike: REST routes (`PrincipalDep`), the MCP endpoint over HTTP
-(`scope_principal`) and MCP over stdio (`key_principal`) all resolve keys through
+(`access.guard.scope_principal`) and MCP over stdio (`key_principal`) all resolve keys through
 `corpus_pipeline.access.keys.principal_for_authorization` with the service's resolver."""
 
 from __future__ import annotations
@@ -27,19 +27,6 @@ T = TypeVar("T")
 async def get_service(request: Request) -> QueryService:
     service: QueryService = request.app.state.service
     return service
-
-
-def scope_principal(resolver: KeyResolver, scope: dict[str, Any]) -> Principal:
-    """The principal of an MCP request over HTTP (an ASGI scope): the same headers, resolved
-    the same way, as the REST routes."""
-    headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-    return principal_for_authorization(
-        resolver,
-        headers.get("authorization"),
-        headers.get("x-api-key"),
-        what=f"MCP {scope.get('method', '')} {scope.get('path', '')}",
-        client=scope["client"][0] if scope.get("client") else None,
-    )
 
 
 def key_principal(resolver: KeyResolver, api_key: str | None, what: str) -> Principal:
