@@ -122,6 +122,7 @@ bench: setup
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS)
 	$(BIN)/python -m benchmarks.sensor_ingest --documents $(SENSOR_DOCUMENTS) --executor multiprocess
 	$(BIN)/python -m benchmarks.fuzz_parsers --seconds 600
+	$(BIN)/python -m benchmarks.hostile
 	$(BIN)/python -m benchmarks.report
 
 clean:

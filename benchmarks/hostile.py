@@ -8,7 +8,8 @@ on one file each in a fresh home, under `CORPUS_PARSE_MAX_MEMORY_MB=1024`, and r
 memory of every process involved (the largest resident memory that `corpus ingest` or any
 process below it reached, sampled every 50 ms). Upload cases send one file to the upload API.
 
-Run: `python -m benchmarks.hostile [--cases NAME,…]`; writes `benchmarks/results/hostile.json`.
+Run: `python -m benchmarks.hostile [--cases NAME,…]`; writes `benchmarks/results/hostile.json`
+(keeping its `before`: the same script run on the code before the bounds, for comparison).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -430,7 +432,7 @@ def fairness_case(work: Path, attachments: int = 400, patience: float = 180.0) -
 
 
 def run(wanted: set[str] | None) -> Row:
-    out: Row = {"generated_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    out: Row = {"generated_at": datetime.now(UTC).isoformat(timespec="seconds")}
     out["machine"] = machine_facts()
     out["parse_max_memory_mb"] = PARSE_MEMORY_MB
     cases: Row = {}
@@ -466,6 +468,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     wanted = {c.strip() for c in args.cases.split(",") if c.strip()} or None
     result = run(wanted)
+    if args.out.is_file():  # the earlier code's figures stay beside the new ones
+        earlier = json.loads(args.out.read_text(encoding="utf-8")).get("before")
+        if earlier:
+            result["before"] = earlier
     write_json(args.out, result)
     for name, case in result["cases"].items():
         print(f"{name}: {json.dumps(case)}")

@@ -571,11 +571,18 @@ def _hostile_outcome(case: Any) -> str:
         return "-"
     if case.get("service") == "ingest":
         error = case.get("error")
-        return f"{case.get('outcome')}" + (f": {error}" if error else "")
+        outcome = f"{case.get('outcome')}" + (f": {error}" if error else "")
+        if case.get("largest_chunk_tokens") is not None:
+            outcome += f"; largest chunk {num(case['largest_chunk_tokens'])} tokens"
+        if case.get("note"):
+            outcome += f" ({case['note']})"
+        return outcome
     if "other_job_started_after_s" in case:
         return f"other key's job started after {case['other_job_started_after_s']} s"
     status = case.get("status")
-    detail = case.get("detail")
+    if status == 0:
+        return f"no answer within {num(case.get('seconds'), 0)} s"
+    detail = case.get("detail") or case.get("note")
     return f"{status}" + (f": {detail}" if detail else "")
 
 
