@@ -118,7 +118,7 @@ def nested_list(depth: int) -> bytes:
     return ("# Deep\n\n" + "".join("  " * i + f"- item {i}\n" for i in range(depth))).encode()
 
 
-INGEST_FILES: dict[str, tuple[str, Callable[[Path], None]]] = {
+INGEST_FILES: dict[str, tuple[str, Callable[[Path], object]]] = {
     "docx expanding to 2 GiB": (
         "bomb.docx",
         lambda p: docx_bomb(p, 2 << 30),
@@ -260,13 +260,15 @@ def query_service(home: Path) -> Iterator[tuple[str, str, int]]:
         yield url, key, max(pids, key=lambda pid: _status(pid, "VmRSS"))
 
 
-def query_case(home: Path, send: Callable[[str, str], tuple[int, int]]) -> Row:
+def query_case(
+    home: Path, send: Callable[[str, str, str], tuple[int, int]], document_id: str
+) -> Row:
     """One request to a fresh query service: its answer, time and the server's memory."""
     with query_service(home) as (url, key, pid):
         _post(url, key, "/v1/search", {"query": "heron at the weir"})  # caches warmed first
         before = _status(pid, "VmRSS")
         started = time.perf_counter()
-        status, size = send(url, key)
+        status, size = send(url, key, document_id)
         seconds = time.perf_counter() - started
         time.sleep(0.5)
         return {
@@ -442,10 +444,7 @@ def run(wanted: set[str] | None) -> Row:
         for name, send in QUERY_CASES.items():
             if wanted is None or name in wanted:
                 log(f"query: {name}")
-                cases[name] = {
-                    "service": "query",
-                    **query_case(home, lambda url, key, s=send: s(url, key, document_id)),
-                }
+                cases[name] = {"service": "query", **query_case(home, send, document_id)}
         for n, name in enumerate(INGEST_FILES):
             if wanted is None or name in wanted:
                 log(f"ingest: {name}")

@@ -158,11 +158,12 @@ def test_replacing_a_document_of_another_namespace_answers_like_a_missing_one(up
     client, owned = upload
 
     def replace(document_id: str) -> httpx.Response:
-        return client.post(
+        response: httpx.Response = client.post(
             "/v1/documents",
             files={"files": ("geese.md", b"# Geese\n\nGeese graze.\n")},
             data={"namespace": "team", "replace_document_id": document_id},
         )
+        return response
 
     real, fake = replace(owned["document_id"]), replace(MADE_UP)
     assert real.status_code == 404

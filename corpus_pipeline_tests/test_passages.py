@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from query_service.retrieval.evidence import GAP_MARK, Piece, render
+from query_service.retrieval.evidence import GAP_MARK, Passage, Piece, render
 from query_service.retrieval.passages import read_evidence
 
 PATH = ("PART I. FINANCIAL INFORMATION", "Item 2. Management's Discussion", "Results of Operations")
@@ -26,7 +26,7 @@ def _no_neighbours(*_: object) -> None:
     return None
 
 
-def _read(core: list[Piece], further: list[Piece]) -> list:
+def _read(core: list[Piece], further: list[Piece]) -> list[Passage]:
     reading = read_evidence(core, further, [], _no_neighbours, room=7_800, frame=200, limit=8_000)
     return reading.passages
 

@@ -50,7 +50,7 @@ def service(corpus) -> Iterator[str]:
         yield url
 
 
-def _raw_request(url: str, head: str) -> tuple[int, dict[str, object]]:
+def _raw_request(url: str, head: str) -> tuple[int, dict[str, str]]:
     """Send only a request's head (no body follows) and read the answer: a server that waited
     for the declared body would time out here."""
     parts = urlsplit(url)

@@ -12,6 +12,9 @@ from pathlib import Path
 from corpus_pipeline.intake.door import Refused, safe_name
 from corpus_pipeline.intake.uploads import Checked, ReceivedForm, check_file
 
+# `check_file`'s arguments: path, name as sent, scratch folder, index, max bytes, password
+# given, LibreOffice available.
+CheckArgs = tuple[str, str, str, int, int, bool, bool | None]
 # A door process is replaced after this many files: what a large file's parse left in its heap
 # goes back to the system with it.
 DOOR_TASKS_PER_PROCESS = 16
@@ -61,7 +64,7 @@ class DoorPool:
         A pool found broken is replaced first. A check whose process dies is tried once more
         alone in a new pool (the process may have died of something else: a kill, another
         file); a file that stops its process again is refused."""
-        args = [
+        args: list[CheckArgs] = [
             (str(f.path), f.sent, str(scratch), n, max_bytes, has_password, libreoffice)
             for n, f in enumerate(form.files)
         ]
@@ -84,7 +87,7 @@ class DoorPool:
                 ) from None
         return out
 
-    def _submit(self, args: list[tuple[object, ...]]) -> list[Future[list[Checked]]]:
+    def _submit(self, args: list[CheckArgs]) -> list[Future[list[Checked]]]:
         """The checks submitted to a pool that is not broken (a broken one is replaced)."""
         pool = self._current()
         if getattr(pool, "_broken", False):
