@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks.hostile import (
+    MIB,
     PARAGRAPH,
     docx_bomb,
     mail_with_attachments,
+    measured_run,
     nested_list,
     nested_messages,
     nested_multiparts,
@@ -243,3 +245,26 @@ def test_an_idle_ingest_process_gives_a_large_jobs_heap_back():
     mb = json.loads(done.stdout)
     assert mb["freed"] > mb["start"] + 200, "the scenario: freed, but still resident"
     assert mb["released"] < mb["start"] + 100, mb
+
+
+@pytest.mark.slow
+def test_every_process_of_an_ingest_stays_within_the_parse_budget_on_a_docx_bomb(tmp_path: Path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    docx_bomb(inbox / "bomb.docx", 2048 * MIB)
+    (inbox / "valid.md").write_text("# Valid\n\nThe heron waits at the weir.\n")
+    env = {
+        **os.environ,
+        "CORPUS_HOME": str(tmp_path / "home"),
+        "CORPUS_PARSE_MAX_MEMORY_MB": "1024",
+    }
+    env.pop("CORPUS_OBJECT_STORE_URL", None)
+
+    run = measured_run([str(CORPUS_CLI), "ingest", str(inbox), "--json"], env, timeout=600)
+
+    lines = [json.loads(x) for x in run["stdout"].splitlines() if x.startswith("{")]
+    by_file = {line["file"]: line for line in lines if "file" in line}
+    assert by_file["bomb.docx"]["error"] == "parse exceeded 1 GiB"
+    assert by_file["valid.md"]["status"] == "ingested"
+    # The limit is on what the parse adds to the ~200 MB its worker shares with the forkserver.
+    assert run["peak_process_mb"] <= 1024 + 300, run["peak_process_mb"]
