@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import tantivy
@@ -79,6 +79,23 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         return response(revision, request, started, results[: request.top_k], True)
     weights = request.weights or DEFAULT_WEIGHTS
     question = _understand(revision, request, weights, type_filter)
+    results = _ranked(revision, request, weights, question)
+    if not results and question.routing.certain:
+        # The routed filings hold nothing the question matches: a guess never answers with
+        # nothing where the store (within the caller's filters) holds a match.
+        question = replace(
+            question,
+            type_filter=type_filter,
+            routing=replace(question.routing, certain=False),
+        )
+        results = _ranked(revision, request, weights, question)
+    return response(revision, request, started, results[: request.top_k], False, question.fixes)
+
+
+def _ranked(
+    revision: Revision, request: SearchRequest, weights: Mapping[str, float], question: _Question
+) -> list[SearchResult]:
+    """The question's channels searched, fused and cited, deeper until top k are found."""
     plan = _channel_plan(revision, question)
     payloads = HitPayloads(revision)
     depth = max(MIN_DEPTH, request.top_k * 5)
@@ -88,9 +105,8 @@ def classic_search(revision: Revision, request: SearchRequest) -> SearchResponse
         fused = fuse(ranked, weights, question.rerank, payloads)
         results = _cite(fused, payloads, request, question)
         if len(results) >= request.top_k or ranked.exhausted:
-            break
+            return results
         depth *= 4
-    return response(revision, request, started, results[: request.top_k], False, question.fixes)
 
 
 def _whole_corpus(
@@ -148,6 +164,10 @@ def _understand(
         # An issuer named without a period, a measure or a report is as often a topic
         # ("Amazon-related datasets") as the document asked about: no prior.
         routing = Routing()
+    if routing.certain and explicit_scope(request):
+        # The caller's filters are an instruction, the routing a guess: within them it only
+        # ranks (its documents first), never narrows the search to documents outside them.
+        routing = replace(routing, certain=False)
     if routing.certain:
         # The question names its issuers and their periods: search keeps to those filings.
         type_filter = and_(type_filter, documents_filter(routing.documents))
@@ -172,6 +192,11 @@ def _understand(
         dense=vectors[0].rank(vectors[1], DENSE_DEPTH) if vectors and used("dense") else [],
         documents=_named_documents(revision, query_text, weights, routing, older),
     )
+
+
+def explicit_scope(request: SearchRequest) -> bool:
+    """The caller bounds the documents searched: a filter, or documents left out."""
+    return not request.filters.is_empty() or bool(request.exclude_document_ids)
 
 
 def _routing(revision: Revision, query_text: str, weights: Mapping[str, float]) -> Routing:
