@@ -113,19 +113,32 @@ class Tap:
         self.bodies.append(body)
         return body, revision
 
+    def documents(self, namespace: str) -> list[tuple[str, str]]:
+        return self.path.documents(namespace)
+
     def close(self) -> None:
         self.path.close()
 
 
 def run_in_process(
-    home: Path, questions: Path, mode: str = "classic", baseline: NaiveBaseline | None = None
+    home: Path,
+    questions: Path,
+    mode: str = "classic",
+    baseline: NaiveBaseline | None = None,
+    per_document: bool = False,
 ) -> tuple[EvalRun, list[bytes]]:
     tap = Tap(InProcess(ServiceSettings(home=home), "default"))
     try:
         run, _ = evaluate(
             load_questions(questions),
             tap,
-            RunSettings("default", "agentic" if mode == "agentic" else "classic", 10, 4000),
+            RunSettings(
+                "default",
+                "agentic" if mode == "agentic" else "classic",
+                10,
+                4000,
+                per_document=per_document,
+            ),
             baseline,
         )
     finally:
@@ -219,6 +232,48 @@ def test_the_http_path_scores_exactly_as_the_in_process_path(tiny: Path, tiny_ru
         return [q.model_dump(exclude={"latency_ms"}) for q in system.questions]
 
     assert scored(run.systems["classic"]) == scored(tiny_run.systems["classic"])
+
+
+# -- the single-document setting ---------------------------------------------------------------
+
+
+PER_DOCUMENT_RANKS = {  # each question asked within its own document (q5 names none: left out)
+    "q1": [1],
+    "q2": [1],
+    "q3": [1],
+    "q4": [1],
+    "q6": [],
+    "q7": [1],
+    "q8": [],
+}
+
+
+@pytest.mark.parametrize("mode", ["classic", "agentic"])
+def test_per_document_asks_each_question_within_its_gold_document(tiny: Path, mode: str) -> None:
+    rows = [*TINY_QUESTIONS, {"id": "q8", "doc": "owls.md", "question": "Where do owls roost?"}]
+    questions = write_jsonl(tiny / f"per-document-{mode}.jsonl", rows)
+    run, bodies = run_in_process(tiny, questions, mode=mode, per_document=True)
+    system = run.systems[mode]
+    assert run.setting == "per document"
+    ranks = {q.id: [r.rank for r in q.results if r.relevant] for q in system.questions if q.doc}
+    assert ranks == PER_DOCUMENT_RANKS
+    for question in system.questions:
+        if question.doc and question.id != "q8":
+            assert {r.source_file_name for r in question.results} == {question.doc}
+    [missing] = [q for q in system.questions if q.id == "q8"]
+    assert missing.error == "document 'owls.md' is not in the namespace"
+    assert len(bodies) == 7  # the missing document's question was never sent
+
+
+def test_corpus_eval_per_document_says_so_in_its_results_and_report(tiny: Path, tmp_path) -> None:
+    result = corpus_eval(
+        tiny, str(tiny / "tiny.jsonl"), "--per-document", "--out", str(tmp_path / "out")
+    )
+    assert result.exit_code == 0, result.output
+    run = EvalRun.model_validate_json((tmp_path / "out" / "results.json").read_text())
+    assert run.setting == "per document"
+    assert run.systems["classic"].overall.hit_at_1 == round(6 / 7, 6)  # all but q6
+    assert "each question within its gold document" in (tmp_path / "out" / "report.md").read_text()
 
 
 # -- the naive floor --------------------------------------------------------------------------------

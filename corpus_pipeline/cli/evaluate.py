@@ -200,6 +200,12 @@ def _compare(a: Path, b: Path) -> None:
     "--api-key-file", type=FILE, help="File holding the API key for --url (default CORPUS_API_KEY)."
 )
 @click.option(
+    "--per-document",
+    is_flag=True,
+    help="Ask each question within its gold document (filters.document_ids, resolved from its "
+    "file name), as an agent that holds the document does.",
+)
+@click.option(
     "--compare",
     nargs=2,
     type=FILE,
@@ -216,6 +222,7 @@ def eval_command(
     out: Path | None,
     url: str | None,
     api_key_file: Path | None,
+    per_document: bool,
     compare: tuple[Path, Path] | None,
 ) -> None:
     """Ask every question of QUESTIONS (JSON Lines, docs/evaluation.md) through the query
@@ -235,11 +242,16 @@ def eval_command(
 
     settings = read_settings(namespace)
     run = RunSettings(
-        settings.namespace, "agentic" if mode == "agentic" else "classic", top_k, budget
+        settings.namespace,
+        "agentic" if mode == "agentic" else "classic",
+        top_k,
+        budget,
+        per_document=per_document,
     )
     result = _evaluated(settings, run, questions, url, api_key_file, baseline, docs)
     _summary(result)
-    for written in write_report(result, out or _default_out(settings, questions, mode)):
+    setting = f"{mode}-per-document" if per_document else mode
+    for written in write_report(result, out or _default_out(settings, questions, setting)):
         console.print(f"wrote {written}")
 
 

@@ -125,6 +125,11 @@ class EvalRun(Contract):
     top_k: int
     budget: int | None = Field(default=None, description="Agentic token budget, when agentic.")
     target: str = Field(description="'in-process' or the service's base URL (no key, no query).")
+    setting: Literal["shared store", "per document"] = Field(
+        default="shared store",
+        description="Every question asked of the whole namespace, or each within its gold "
+        "document (`filters.document_ids`, resolved from its file name).",
+    )
     revision: int | None = Field(default=None, description="Published revision that answered.")
     systems: dict[str, SystemResult] = Field(
         description="By system name; the service's mode first, then any baseline."

@@ -92,11 +92,16 @@ def _misses(run: EvalRun) -> list[str]:
 
 def report_markdown(run: EvalRun, plots: Sequence[str]) -> str:
     budget = f", token budget {run.budget}" if run.budget is not None else ""
+    scope = (
+        "each question within its gold document"
+        if run.setting == "per document"
+        else "every question of the whole namespace"
+    )
     lines = [
         f"# corpus eval: {run.questions_file}",
         "",
         f"Namespace `{run.namespace}`, revision {run.revision if run.revision else '–'}, "
-        f"asked {run.target} in {run.mode} mode (top {run.top_k}{budget}); question file "
+        f"asked {run.target} in {run.mode} mode (top {run.top_k}{budget}), {scope}; question file "
         f"sha256 `{run.questions_sha256[:16]}…`. Relevance: answer strings, else gold pages, "
         "else the document (docs/evaluation.md).",
         "",

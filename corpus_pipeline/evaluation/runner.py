@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Protocol
 
 import httpx
@@ -31,7 +32,12 @@ from corpus_pipeline.contracts.evaluation import (
     SystemResult,
 )
 from corpus_pipeline.contracts.keys import Principal
-from corpus_pipeline.contracts.search import CitedChunk, SearchRequest, SearchResponse
+from corpus_pipeline.contracts.search import (
+    CitedChunk,
+    SearchFilters,
+    SearchRequest,
+    SearchResponse,
+)
 from corpus_pipeline.evaluation.baseline import NaiveBaseline
 from corpus_pipeline.evaluation.metrics import grouped, metrics_of, per_question
 from corpus_pipeline.evaluation.questions import QuestionFile
@@ -41,6 +47,9 @@ from query_service.service import QueryService
 
 Request = SearchRequest | AgenticRequest
 Progress = Callable[[int, int], None]
+
+
+PAGE = 500  # documents per listing page
 
 
 class EvalError(CorpusError):
@@ -57,6 +66,10 @@ class QueryPath(Protocol):
     target: str
 
     def send(self, request: Request) -> tuple[bytes, int | None]: ...
+
+    def documents(self, namespace: str) -> list[tuple[str, str]]:
+        """(source file name, document id) of every document of the namespace."""
+        ...
 
     def close(self) -> None: ...
 
@@ -94,6 +107,14 @@ class InProcess:
         except NamespaceNotFound as exc:
             raise EvalError(str(exc)) from exc
 
+    def documents(self, namespace: str) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        while True:
+            page = self.service.documents(self.principal, namespace, len(out), PAGE)
+            out += [(d.source_file_name, d.document_id) for d in page.items]
+            if len(page.items) < PAGE:
+                return out
+
     def close(self) -> None:
         self.service.stop()
 
@@ -127,6 +148,27 @@ class OverHttp:
         if response.status_code in (401, 403, 503):
             raise EvalError(f"{self.target} refused the key ({response.status_code}: {detail})")
         raise EvalError(f"{self.target} answered {response.status_code}: {detail}")
+
+    def documents(self, namespace: str) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        while True:
+            params: dict[str, str | int] = {
+                "namespace": namespace,
+                "offset": len(out),
+                "limit": PAGE,
+            }
+            try:
+                response = self.client.get("/v1/documents", params=params)
+            except httpx.HTTPError as exc:
+                raise EvalError(f"no query service answers at {self.target} ({exc})") from exc
+            if response.status_code != 200:
+                raise EvalError(
+                    f"{self.target} answered {response.status_code}: {_detail(response)}"
+                )
+            items = response.json()["items"]
+            out += [(d["source_file_name"], d["document_id"]) for d in items]
+            if len(items) < PAGE:
+                return out
 
     def close(self) -> None:
         self.client.close()
@@ -191,10 +233,17 @@ def parse_answer(body: bytes, revision: int | None, mode: EvalMode) -> Asked:
 
 
 def request_for(
-    question: EvalQuestion, namespace: str, mode: EvalMode, top_k: int, budget: int
+    question: EvalQuestion,
+    namespace: str,
+    mode: EvalMode,
+    top_k: int,
+    budget: int,
+    document_id: str | None = None,
 ) -> Request:
     """The request a user would send for the question (a ValidationError for one the contract
-    refuses, such as an over-long question)."""
+    refuses, such as an over-long question); within one document when `document_id` is given
+    (an agent that already holds the document filters by it)."""
+    filters = SearchFilters(document_ids=[document_id]) if document_id else SearchFilters()
     if mode == "agentic":
         return AgenticRequest(
             mode="agentic",
@@ -202,8 +251,9 @@ def request_for(
             namespace=namespace,
             top_k=top_k,
             token_budget=budget,
+            filters=filters,
         )
-    return SearchRequest(query=question.question, namespace=namespace, top_k=top_k)
+    return SearchRequest(query=question.question, namespace=namespace, top_k=top_k, filters=filters)
 
 
 @dataclass(frozen=True)
@@ -214,6 +264,7 @@ class RunSettings:
     mode: EvalMode
     top_k: int
     budget: int
+    per_document: bool = False  # each question asked within its gold document
 
 
 def ask_service(
@@ -225,9 +276,13 @@ def ask_service(
     """Each question through `path`, judged; and the revisions that answered."""
     results: list[QuestionResult] = []
     revisions: set[int] = set()
+    gold = _gold_documents(path, run.namespace) if run.per_document else None
     for done, question in enumerate(questions, 1):
         try:
-            request = request_for(question, run.namespace, run.mode, run.top_k, run.budget)
+            document_id = _document_of(question, gold) if gold is not None else None
+            request = request_for(
+                question, run.namespace, run.mode, run.top_k, run.budget, document_id
+            )
             started = time.perf_counter()
             body, revision = path.send(request)
             took = (time.perf_counter() - started) * 1000
@@ -250,6 +305,28 @@ def ask_service(
         if progress is not None:
             progress(done, len(questions))
     return results, revisions
+
+
+def _gold_documents(path: QueryPath, namespace: str) -> dict[str, str]:
+    """Document id by base file name (case-insensitive) and by stem, as the gold names them."""
+    ids: dict[str, str] = {}
+    for name, document_id in path.documents(namespace):
+        base = PurePath(name).name.casefold()
+        ids.setdefault(base, document_id)
+        ids.setdefault(PurePath(base).stem, document_id)
+    return ids
+
+
+def _document_of(question: EvalQuestion, gold: dict[str, str]) -> str | None:
+    """The question's gold document's id (None for a question of any document); a document
+    the namespace does not hold makes the question a miss with that reason."""
+    if question.doc is None:
+        return None
+    name = PurePath(question.doc).name.casefold()
+    found = gold.get(name) or gold.get(PurePath(name).stem)
+    if found is None:
+        raise QuestionRefused(f"document '{question.doc}' is not in the namespace")
+    return found
 
 
 def ask_baseline(
@@ -296,6 +373,7 @@ def evaluate(
         top_k=run.top_k,
         budget=run.budget if run.mode == "agentic" else None,
         target=path.target,
+        setting="per document" if run.per_document else "shared store",
         revision=max(revisions) if revisions else None,
         systems=systems,
     )
