@@ -10,7 +10,8 @@ Sets:
 - `dev`: the development corpus (`../shared/corpus`, 40 questions with answer strings: a result
   hits when its text holds one, the rule of the corpus's `score_search.py`);
 - `questions`, `finance`: the real-world store (`../shared/realworld`, 117 PDFs; 199 and 100
-  questions, page-exact: the rule of its `score_pages.py`);
+  questions, page-exact: the rule of its `score_pages.py`); `questions single document`: the
+  199 asked each with `filters.document_ids` = its document (the setting they were written for);
 - `financebench`, `financebench single document`: `../shared/financebench_dev` (33 filings, 61
   analysts' questions, page-exact), in the shared store and with `filters.document_ids` = the
   question's document (its single-document setting).
@@ -99,6 +100,14 @@ SETS = (
     ),
     QuestionSet(
         "questions", "realworld", REALWORLD / "docs", REALWORLD / "questions.jsonl", "pages"
+    ),
+    QuestionSet(
+        "questions single document",
+        "realworld",
+        REALWORLD / "docs",
+        REALWORLD / "questions.jsonl",
+        "pages",
+        single_document=True,
     ),
     QuestionSet(
         "finance", "realworld", REALWORLD / "docs", REALWORLD / "finance_questions.jsonl", "pages"
