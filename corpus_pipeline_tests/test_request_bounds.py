@@ -186,3 +186,9 @@ def test_the_upload_api_checks_the_key_before_any_body(tmp_path):
         status, body = _raw_request(url, _head("/v1/jobs/j1/retry", 10_000_000_000))
     assert status == 401
     assert body["field"] == "authorization"
+
+
+def test_the_mcp_endpoint_checks_the_key_before_its_body(service):
+    status, body = _raw_request(service, _head("/mcp/", 10_000_000_000))
+    assert status == 401
+    assert body["field"] == "authorization"

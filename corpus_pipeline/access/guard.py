@@ -37,8 +37,9 @@ BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def keyed_v1(path: str) -> bool:
-    """Every versioned route needs a key (the health and documentation routes do not)."""
-    return path.startswith("/v1/")
+    """Every versioned route and the MCP endpoint need a key (the health and documentation
+    routes do not)."""
+    return path.startswith(("/v1/", "/mcp"))
 
 
 class RequestGuard:
