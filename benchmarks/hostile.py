@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import json
 import socket
+import statistics
 import subprocess
 import tempfile
 import threading
@@ -354,6 +355,62 @@ def query_home(work: Path) -> tuple[Path, str]:
     return home, line["document_id"]
 
 
+ORACLE = "no oracle: unreadable against missing (timing)"
+
+
+def oracle_case(home: Path, document_id: str, rounds: int = 200) -> Row:
+    """A key that reads only `team` asks about the `default` document and about a made-up id
+    (and a namespace it cannot read against one that does not exist), alternating: the answers'
+    statuses and the median and p95 time of each, which should differ by noise only."""
+    inbox = home.parent / "team-inbox"
+    inbox.mkdir(exist_ok=True)
+    (inbox / "geese.md").write_text("# Geese\n\nGreylag geese graze in wet meadows.\n")
+    env = home_env(home)
+    subprocess.run(
+        [str(CORPUS_CLI), "ingest", str(inbox), "-n", "team", "--json"],
+        env=env,
+        capture_output=True,
+        check=True,
+    )
+    key = create_key(env, "other-namespace", read=["team"])
+    pairs = {
+        "document": (
+            ("GET", f"/v1/documents/{document_id}", {"params": {"namespace": "team"}}),
+            ("GET", "/v1/documents/made-up-md-0123456789ab", {"params": {"namespace": "team"}}),
+        ),
+        "namespace": (
+            ("POST", "/v1/search", {"json": {"query": "heron", "namespace": "default"}}),
+            ("POST", "/v1/search", {"json": {"query": "heron", "namespace": "nowhere"}}),
+        ),
+    }
+    out: Row = {}
+    with (
+        query_service(home) as (url, _, _pid),
+        httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        ) as client,
+    ):
+        for name, (real, fake) in pairs.items():
+            times: dict[str, list[float]] = {"unreadable": [], "missing": []}
+            statuses: dict[str, set[int]] = {"unreadable": set(), "missing": set()}
+            for n in range(rounds):
+                order = (("unreadable", real), ("missing", fake))
+                for label, (method, path, kwargs) in order if n % 2 else order[::-1]:
+                    started = time.perf_counter()
+                    response = client.request(method, path, **kwargs)
+                    times[label].append((time.perf_counter() - started) * 1000)
+                    statuses[label].add(response.status_code)
+            out[name] = {
+                label: {
+                    "statuses": sorted(statuses[label]),
+                    "p50_ms": round(statistics.median(t), 2),
+                    "p95_ms": round(sorted(t)[int(0.95 * len(t))], 2),
+                }
+                for label, t in times.items()
+            }
+    return out
+
+
 def upload_case(work: Path, attachments: int) -> Row:
     """One e-mail of many attachments to the upload API: its answer and the jobs it queued."""
     home = work / "upload-home"
@@ -445,6 +502,9 @@ def run(wanted: set[str] | None) -> Row:
             if wanted is None or name in wanted:
                 log(f"query: {name}")
                 cases[name] = {"service": "query", **query_case(home, send, document_id)}
+        if wanted is None or ORACLE in wanted:
+            log(f"query: {ORACLE}")
+            cases[ORACLE] = {"service": "query", **oracle_case(home, document_id)}
         for n, name in enumerate(INGEST_FILES):
             if wanted is None or name in wanted:
                 log(f"ingest: {name}")

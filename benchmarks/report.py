@@ -577,6 +577,14 @@ def _hostile_outcome(case: Any) -> str:
         if case.get("note"):
             outcome += f" ({case['note']})"
         return outcome
+    if "document" in case and "namespace" in case:  # the oracle timing
+        return "; ".join(
+            f"{what}: unreadable {get(case, what, 'unreadable', 'statuses')} p50 "
+            f"{num(get(case, what, 'unreadable', 'p50_ms'))} ms, missing "
+            f"{get(case, what, 'missing', 'statuses')} p50 "
+            f"{num(get(case, what, 'missing', 'p50_ms'))} ms"
+            for what in ("document", "namespace")
+        )
     if "other_job_started_after_s" in case:
         return f"other key's job started after {case['other_job_started_after_s']} s"
     status = case.get("status")
