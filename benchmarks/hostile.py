@@ -373,7 +373,7 @@ def oracle_case(home: Path, document_id: str, rounds: int = 200) -> Row:
         check=True,
     )
     key = create_key(env, "other-namespace", read=["team"])
-    pairs = {
+    pairs: dict[str, tuple[tuple[str, str, dict[str, Any]], ...]] = {
         "document": (
             ("GET", f"/v1/documents/{document_id}", {"params": {"namespace": "team"}}),
             ("GET", "/v1/documents/made-up-md-0123456789ab", {"params": {"namespace": "team"}}),
