@@ -92,7 +92,6 @@ class JobStore(ABC):
         self.lease_seconds = lease_seconds
         self.max_attempts = max_attempts
 
-    @abstractmethod
     def create(
         self,
         document_id: str,
@@ -100,7 +99,17 @@ class JobStore(ABC):
         source_file_name: str,
         kind: JobKind = "document",
         principal: str | None = None,
-    ) -> Job: ...
+    ) -> Job:
+        """A new `queued` job, recorded with the key that queued it (`principal`)."""
+        m = self._mark
+        job = self._returned(
+            f"insert into {self._table} (job_id, kind, document_id, namespace,"
+            f" source_file_name, status, created_at, principal)"
+            f" values ({m}, {m}, {m}, {m}, {m}, 'queued', {m}, {m}) returning *",
+            (uuid.uuid4().hex, kind, document_id, namespace, source_file_name, _now(), principal),
+        )
+        assert job is not None
+        return job
 
     @abstractmethod
     def get(self, job_id: str) -> Job | None: ...
@@ -269,40 +278,6 @@ class SQLiteJobStore(JobStore):
 
     def _lease_end(self) -> str:
         return _iso(datetime.now(UTC) + timedelta(seconds=self.lease_seconds))
-
-    def create(
-        self,
-        document_id: str,
-        namespace: str,
-        source_file_name: str,
-        kind: JobKind = "document",
-        principal: str | None = None,
-    ) -> Job:
-        job = Job(
-            job_id=uuid.uuid4().hex,
-            kind=kind,
-            document_id=document_id,
-            namespace=namespace,
-            source_file_name=source_file_name,
-            status="queued",
-            created_at=_now(),
-        )
-        with self._connect() as db:
-            db.execute(
-                "insert into jobs (job_id, kind, document_id, namespace, source_file_name, status,"
-                " created_at, principal) values (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    job.job_id,
-                    kind,
-                    document_id,
-                    namespace,
-                    source_file_name,
-                    "queued",
-                    job.created_at,
-                    principal,
-                ),
-            )
-        return job
 
     def get(self, job_id: str) -> Job | None:
         with self._connect() as db:

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from corpus_pipeline.contracts.jobs import Job, JobKind
+from corpus_pipeline.contracts.jobs import Job
 from corpus_pipeline.intake.jobs import _ADDED_COLUMNS, _COLUMNS, JobStore, _iso, _now
 
 # Advisory lock keys (class, object) of the PostgreSQL store: its schema changes, and a claim's
@@ -77,33 +77,6 @@ class PostgresJobStore(JobStore):
         if isinstance(values["lease_expires_at"], datetime):
             values["lease_expires_at"] = _iso(values["lease_expires_at"])
         return Job(**values)
-
-    def create(
-        self,
-        document_id: str,
-        namespace: str,
-        source_file_name: str,
-        kind: JobKind = "document",
-        principal: str | None = None,
-    ) -> Job:
-        with self._cursor() as cur:
-            cur.execute(
-                "insert into corpus_jobs (job_id, kind, document_id, namespace, source_file_name,"
-                " status, created_at, principal)"
-                " values (%s, %s, %s, %s, %s, 'queued', %s, %s) returning *",
-                (
-                    uuid.uuid4().hex,
-                    kind,
-                    document_id,
-                    namespace,
-                    source_file_name,
-                    _now(),
-                    principal,
-                ),
-            )
-            job = self._job(cur.fetchone())
-        assert job is not None
-        return job
 
     def get(self, job_id: str) -> Job | None:
         with self._cursor() as cur:

@@ -21,9 +21,10 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
 from corpus_pipeline.access.guard import RequestGuard, scope_principal
-from corpus_pipeline.access.keys import AccessDenied, denied_response, install
+from corpus_pipeline.access.keys import STATE_PRINCIPAL, AccessDenied, denied_response, install
 from corpus_pipeline.access.openapi import SWAGGER_UI, amend_openapi
 from corpus_pipeline.contracts.artifacts import Manifest
+from corpus_pipeline.contracts.keys import Principal
 from query_service.api.errors import install_error_handlers
 from query_service.api.routes import ROUTERS
 from query_service.config import ServiceSettings
@@ -121,12 +122,13 @@ def _mcp_auth(service: QueryService, inner: Any) -> Any:
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            try:
-                principal = scope_principal(service.keys, scope, "MCP")
-            except AccessDenied as exc:
-                await denied_response(exc)(scope, receive, send)
-                return
-            scope.setdefault("state", {})["principal"] = principal
+            state = scope.setdefault("state", {})
+            if not isinstance(state.get(STATE_PRINCIPAL), Principal):  # the guard's, if it ran
+                try:
+                    state[STATE_PRINCIPAL] = scope_principal(service.keys, scope, "MCP")
+                except AccessDenied as exc:
+                    await denied_response(exc)(scope, receive, send)
+                    return
         await inner(scope, receive, send)
 
     return app
