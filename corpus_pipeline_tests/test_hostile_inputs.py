@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,20 +23,23 @@ from benchmarks.hostile import (
     nested_messages,
     nested_multiparts,
 )
-from corpus_pipeline.common.errors import NestingTooDeepError
+from corpus_pipeline.common.errors import NestingTooDeepError, ParseLimitError
 from corpus_pipeline.common.settings import load_settings
 from corpus_pipeline.contracts import FileFormat, RowType
 from corpus_pipeline.intake.door import Refused, deliveries
 from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.docx.document import parse_docx
 from corpus_pipeline.parsing.email.message import MAX_MIME_DEPTH
 from corpus_pipeline.parsing.html import parse_html
 from corpus_pipeline.parsing.markdown import MAX_NESTING as MD_NESTING
 from corpus_pipeline.parsing.markdown import parse_markdown
+from corpus_pipeline.parsing.pptx import parse_pptx
+from corpus_pipeline.parsing.xlsx import parse_xlsx
 from corpus_pipeline.parsing.zipped import MAX_MEMBER_BYTES
 from corpus_pipeline.profiling.profile import profile_source
 
 from .http_service import CORPUS_CLI, finished_job, served
-from .support import bare_profile
+from .support import DOCS, bare_profile
 
 
 @pytest.mark.parametrize(
@@ -264,9 +269,67 @@ def test_every_process_of_an_ingest_stays_bounded_by_the_parse_limit_on_a_docx_b
 
     lines = [json.loads(x) for x in run["stdout"].splitlines() if x.startswith("{")]
     by_file = {line["file"]: line for line in lines if "file" in line}
-    assert by_file["bomb.docx"]["error"] == "parse exceeded 1 GiB"
+    assert by_file["bomb.docx"]["error"].startswith("parse exceeded 1 GiB: the docx package")
     assert by_file["valid.md"]["status"] == "ingested"
-    # Bounded by the parse limit (polled every 100 ms: a busy machine overshoots it by a few
-    # hundred MB, so the tight figure, limit + 300 MB, is the benchmark's to measure); before
-    # the profile streamed, one process of this ingest grew past 16 GB.
-    assert run["peak_process_mb"] <= 2 * 1024, run["peak_process_mb"]
+    # Refused from the package's directory before it expands, so no process comes near the
+    # limit + 300 MB, however busy the machine; before the profile streamed, one process of
+    # this ingest grew past 16 GB, and before the check, the memory poll stopped it at 1.2 GB.
+    assert run["peak_process_mb"] <= 1024 + 300, run["peak_process_mb"]
+
+
+def _bomb(path: Path, inner: str, expanded: int) -> None:
+    """An OOXML-shaped package whose one `inner` part expands to `expanded` bytes of XML."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        with zf.open(inner, "w") as out:
+            block = b"<x>" + b"a" * 1_000_000 + b"</x>"
+            for _ in range(-(-expanded // len(block))):
+                out.write(block)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "parse", "inner"),
+    [
+        (FileFormat.DOCX, parse_docx, "word/document.xml"),
+        (FileFormat.XLSX, parse_xlsx, "xl/worksheets/sheet1.xml"),
+        (FileFormat.PPTX, parse_pptx, "ppt/slides/slide1.xml"),
+    ],
+    ids=["docx", "xlsx", "pptx"],
+)
+def test_an_office_package_too_large_to_hold_is_refused_before_it_expands(
+    tmp_path: Path, fmt: FileFormat, parse: object, inner: str
+):
+    bomb = tmp_path / f"bomb.{fmt.value}"
+    _bomb(bomb, inner, 300 * MIB)  # held 4x as XML: 1.2 GiB, past a 1 GiB limit
+    ctx = ParseContext(
+        bomb,
+        bomb.name,
+        bare_profile(bomb, fmt, fmt.value),
+        tmp_path / "work",
+        settings=load_settings(parse_max_memory_mb=1024),
+    )
+    tracemalloc.start()
+    try:
+        with pytest.raises(ParseLimitError) as refused:
+            parse(ctx)  # type: ignore[operator]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert str(refused.value).startswith(
+        f"parse exceeded 1 GiB: the {fmt.value} package expands to 300 MiB"
+    ), refused.value
+    # Refused from the archive's directory: nothing was decompressed.
+    assert peak < 4 * MIB, peak
+
+
+def test_an_ordinary_office_document_parses_under_a_tight_limit(tmp_path: Path):
+    source = DOCS / "word_sample.docx"
+    ctx = ParseContext(
+        source,
+        source.name,
+        bare_profile(source, FileFormat.DOCX, "docx"),
+        tmp_path / "work",
+        settings=load_settings(parse_max_memory_mb=64),
+    )
+    parse_docx(ctx)
+    assert "Swimming in the lake" in [row.text for row in ctx.rows]

@@ -98,17 +98,17 @@ class ParseLimitError(CorpusError):
     """A document's parse ran past its wall-time or memory limit and was stopped; only this
     document fails. The message names the limit, e.g. 'parse exceeded 300 s'."""
 
-    def __init__(self, limit: str) -> None:
+    def __init__(self, limit: str, reason: str = "") -> None:
         self.limit = limit
-        super().__init__(f"parse exceeded {limit}")
+        super().__init__(f"parse exceeded {limit}" + (f": {reason}" if reason else ""))
 
     @classmethod
     def time(cls, seconds: float) -> ParseLimitError:
         return cls(f"{seconds:g} s")
 
     @classmethod
-    def memory(cls, megabytes: int) -> ParseLimitError:
-        return cls(format_mebibytes(megabytes))
+    def memory(cls, megabytes: int, reason: str = "") -> ParseLimitError:
+        return cls(format_mebibytes(megabytes), reason)
 
 
 class StageFailedError(CorpusError):

@@ -331,6 +331,13 @@ class ParseContext:
     def __post_init__(self) -> None:
         self.resources = ResourceSink(self.workdir)
 
+    @property
+    def memory_limit_mb(self) -> int:
+        """The parse's memory limit (`CORPUS_PARSE_MAX_MEMORY_MB`; 0 = none)."""
+        from corpus_pipeline.common.settings import load_settings
+
+        return (self.settings or load_settings()).parse_max_memory_mb
+
     # `DiagnosticSink.part` (the parse stage unless told): isolate one image, table, page or shape.
     part = _on_diagnostics(DiagnosticSink.part)
 

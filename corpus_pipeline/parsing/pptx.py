@@ -25,6 +25,7 @@ from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext, load_or_corrupt
 from corpus_pipeline.parsing.dates import declare_core_properties
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
+from corpus_pipeline.parsing.zipped import check_expansion
 
 _P = Namespace("http://schemas.openxmlformats.org/presentationml/2006/main")
 _A = Namespace("http://schemas.openxmlformats.org/drawingml/2006/main")
@@ -35,6 +36,7 @@ _BULLETED = (PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT, PP_PLACEHOLDER.VERTICAL
 
 
 def parse_pptx(ctx: ParseContext) -> None:
+    check_expansion(ctx.source_path, "pptx", ctx.memory_limit_mb)
     presentation = load_or_corrupt(
         "pptx", "presentation", lambda: Presentation(str(ctx.source_path))
     )

@@ -29,7 +29,7 @@ from corpus_pipeline.contracts import RowType
 from corpus_pipeline.parsing.base import ParseContext, load_or_corrupt
 from corpus_pipeline.parsing.odf import names as odf
 from corpus_pipeline.parsing.tables import TableCell, TableGrid
-from corpus_pipeline.parsing.zipped import ZipPackage, xml_parser
+from corpus_pipeline.parsing.zipped import ZipPackage, check_expansion, xml_parser
 
 Cell = tuple[int, int]  # (row, column), 1-based as in the sheet
 # Data rows per stored table: a longer block (a data sheet) is stored as consecutive tables of
@@ -251,6 +251,7 @@ def _caption(sheet: _Sheet, region: Region) -> tuple[str | None, Region]:
 
 def parse_xlsx(ctx: ParseContext) -> None:
     """Emit each visible sheet as a level-1 heading followed by its regions in reading order."""
+    check_expansion(ctx.source_path, "xlsx", ctx.memory_limit_mb)
     workbook = load_or_corrupt(
         "xlsx", "workbook", lambda: load_workbook(ctx.source_path, data_only=True)
     )

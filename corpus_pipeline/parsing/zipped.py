@@ -19,13 +19,17 @@ from urllib.parse import unquote
 from lxml import etree
 
 from corpus_pipeline.common.closing import Closing
-from corpus_pipeline.common.errors import ZIP_DAMAGE, CorruptDocumentError
+from corpus_pipeline.common.errors import ZIP_DAMAGE, CorruptDocumentError, ParseLimitError
 
 MIB = 1024 * 1024
 MAX_MEMBER_BYTES = 64 * MIB
 MAX_TOTAL_BYTES = 512 * MIB
 MAX_ENTRIES = 20_000
 _CHUNK = 64 * 1024
+# What a whole-package reader (python-docx, python-pptx, openpyxl) holds per byte of a member:
+# an XML part as bytes, as lxml's tree and as the library's objects; any other part as bytes.
+XML_HOLD_FACTOR = 4
+_XML_SUFFIXES = (".xml", ".rels", ".vml")
 
 
 class MemberTooLarge(ValueError):
@@ -47,6 +51,32 @@ class BoundedStream:
         if self.size > self._limit:
             raise MemberTooLarge(f"a package part expands beyond {self._limit // MIB} MiB")
         return chunk
+
+
+def check_expansion(path: Path, fmt: str, megabytes: int) -> None:
+    """Refuse, before a byte is decompressed, a package that a whole-package reader could not
+    hold within the parse's memory limit (`megabytes`; 0 = no limit): the members' declared
+    sizes, weighted by what reading them costs. Declared sizes bound what is read, because
+    `zipfile` stops a member at its declared size (and fails its CRC if more was there), so a
+    bomb is refused here instead of growing the worker until the memory poll kills it."""
+    if megabytes <= 0:
+        return
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except ZIP_DAMAGE:
+        return  # the format's reader names the damage
+    held = sum(
+        info.file_size * (XML_HOLD_FACTOR if info.filename.lower().endswith(_XML_SUFFIXES) else 1)
+        for info in infos
+    )
+    if held > megabytes * MIB:
+        expanded = sum(info.file_size for info in infos)
+        raise ParseLimitError.memory(
+            megabytes,
+            f"the {fmt} package expands to {expanded / MIB:,.0f} MiB, and reading it would "
+            f"hold about {held / MIB:,.0f} MiB",
+        )
 
 
 def xml_parser(recover: bool = False) -> etree.XMLParser:

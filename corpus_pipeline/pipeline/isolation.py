@@ -47,7 +47,7 @@ from corpus_pipeline.profiling import Profiled
 
 logger = logging.getLogger(__name__)
 
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.05
 # Other processes of the worker's group (such as tesseract) are summed less often: a /proc scan.
 GROUP_SCAN_SECONDS = 1.0
 # RLIMIT_AS backstop in the worker: address space is far larger than resident memory (thread

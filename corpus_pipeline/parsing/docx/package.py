@@ -15,6 +15,7 @@ from lxml import etree
 
 from corpus_pipeline.common.errors import ZIP_DAMAGE, CorruptDocumentError
 from corpus_pipeline.parsing.base import ParseContext
+from corpus_pipeline.parsing.zipped import check_expansion
 
 
 def open_package(path: Path, ctx: ParseContext) -> Any:
@@ -28,6 +29,7 @@ def open_package(path: Path, ctx: ParseContext) -> Any:
         raise FileNotFoundError(path)
     if not zipfile.is_zipfile(path):
         raise CorruptDocumentError("docx", "not a zip archive (truncated or not a DOCX file)")
+    check_expansion(path, "docx", ctx.memory_limit_mb)
     try:
         return _load(path)
     except KeyError as exc:
