@@ -375,3 +375,92 @@ def test_an_item_set_in_body_type_is_an_item_of_a_filing_whose_other_items_are_h
         "ITEM 8. FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA",
         "CONSOLIDATED BALANCE SHEETS",
     ]
+
+
+def test_a_cover_read_across_its_columns_still_names_the_registrant_alone():
+    cover = [
+        "FORM 10-Q",
+        "For the quarterly period ended Commission file June 30, 2022 number 1-5805 "
+        "JPMorgan Chase & Co.",
+        "(Exact name of registrant as specified in its charter)",
+    ]
+    assert document_subject(_rows(cover), "jpm.pdf", "Form 10-Q").entity == "JPMorgan Chase & Co."
+
+
+def test_a_cover_whose_name_is_a_logo_is_named_by_its_group_head():
+    cover = [
+        "FORM 10-K",
+        "For the fiscal year ended December 31, 2017",
+        "For the transition period from to Commission File Number 001-02217",
+        "(Exact name of Registrant as specified in its charter)",
+        "THE COCA-COLA COMPANY AND SUBSIDIARIES",
+    ]
+    subject = document_subject(_rows(cover), "ko.pdf", "Document")
+    assert subject.entity == "THE COCA-COLA COMPANY"
+    assert (subject.form_type, subject.fiscal_year, subject.fiscal_quarter) == ("10-K", 2017, None)
+
+
+def test_symbols_are_read_before_their_exchange_whatever_the_table_heads():
+    cover = [
+        "FORM 10-K",
+        "SECURITIES REGISTERED PURSUANT TO SECTION 12(b) OF THE ACT",
+        "Common | Stock, | Par | Value $1.00 | JNJ | New | York | Stock | Exchange 0.650% | Notes "
+        "| Due | May 2024 | JNJ24C | New | York | Stock | Exchange",
+        "Depositary Shares, each representing a one-four hundredth interest in a share",
+        "JPM PR D The New York Stock Exchange",
+        "Indicate by check mark if the registrant is a well-known seasoned issuer",
+    ]
+    assert document_subject(_rows(cover), "x.pdf", "Form 10-K").tickers == [
+        "JNJ",
+        "JNJ24C",
+        "JPM PR D",
+    ]
+
+
+def test_an_earnings_release_is_known_by_its_dateline_and_named_in_the_companys_fiscal_terms():
+    rows = [
+        "Ulta Beauty Announces Fourth Quarter Fiscal 2022 Results",
+        "BOLINGBROOK, Ill.--(BUSINESS WIRE)-- Ulta Beauty, Inc. (NASDAQ: ULTA) today announced "
+        "financial results for the thirteen-week period (“fourth quarter”) and fifty-two-week "
+        "period (“fiscal 2022”) ended January 28, 2023, compared to the same periods ended "
+        "January 29, 2022.",
+        "Please refer to the Company's Quarterly Report on Form 10-Q for more information.",
+    ]
+    subject = document_subject(_rows(rows), "ulta.pdf", rows[0])
+    assert subject.entity == "Ulta Beauty, Inc."
+    assert subject.tickers == ["ULTA"]
+    assert subject.form_type == "earnings release"
+    assert subject.period_end == "2023-01-28"
+    assert (subject.fiscal_year, subject.fiscal_quarter) == (2022, 4)
+
+
+def test_a_release_dateline_across_lines_and_its_quarter_end_from_a_column_head():
+    rows = [
+        "FOR IMMEDIATE RELEASE",
+        "New Brunswick, N.J. (July 20, 2023) – Johnson & Johnson (NYSE: JNJ) today announced "
+        "results for second-",
+        "quarter 2023. “Our robust performance in the second quarter and first half of 2023”",
+        "Reconciliation of Non-GAAP Financial Measures",
+        "Second Quarter | Second Quarter July 2, | 2023 GAAP Intangible asset amortization",
+    ]
+    subject = document_subject(_rows(rows), "jnj.pdf", rows[0])
+    assert (subject.entity, subject.form_type) == ("Johnson & Johnson", "earnings release")
+    assert (subject.fiscal_year, subject.fiscal_quarter) == (2023, 2)
+    assert subject.period_end == "2023-07-02"
+
+
+def test_an_eight_k_that_carries_a_press_release_stays_an_eight_k():
+    rows = [
+        "UNITED STATES SECURITIES AND EXCHANGE COMMISSION",
+        "FORM 8-K",
+        "CURRENT REPORT",
+        "PepsiCo, Inc. (NASDAQ: PEP) today reported results for the first quarter of 2023.",
+    ]
+    assert document_subject(_rows(rows), "pep.pdf", "Form 8-K").form_type == "8-K"
+
+
+def test_a_span_named_in_one_line_only_does_not_decide_the_quarter():
+    cover = [t.replace("Nine Months Ended ", "") for t in SEC_COVER]
+    slip = "the statements of income for the three and nine months ended June 25, 2022 and 2021"
+    subject = document_subject(_rows([*cover, slip]), "2022_Q3_AAPL.pdf", "Apple Inc. Form 10-Q")
+    assert subject.fiscal_quarter == 1  # three months, as every statement says

@@ -73,3 +73,29 @@ def test_another_document_shows_its_whole_section_path():
     passages = _read([_piece(1), _piece(2, doc="d2")], [])
     text, _ = render(passages)
     assert "[2] d2.pdf, p. 2 · " + " > ".join(PATH) in text
+
+
+def test_core_hits_of_one_section_share_its_passage_and_keep_classics_order():
+    hits = [_piece(5), _piece(40, section="s2"), _piece(12), _piece(2)]
+    text, citations = render(_read(hits, []))
+    assert [c.chunk_id for c in citations] == [_piece(5).chunk_id, _piece(40).chunk_id]
+    first = citations[0]
+    assert first.more_chunks == [_piece(2).chunk_id, _piece(12).chunk_id]  # document order
+    assert first.pages == [2, 5, 12]
+    passage = text[first.span[0] : first.span[1]]
+    assert passage == GAP_MARK.join(_piece(n).text for n in (2, 5, 12))
+
+
+def test_a_core_hit_next_to_a_passage_reads_on_without_a_gap():
+    def follow(piece: Piece, read: set[str], across: bool, back: bool) -> Piece | None:
+        n = piece.order + (-1 if back else 1)
+        return _piece(n) if 1 <= n <= 20 else None
+
+    reading = read_evidence(
+        [_piece(5), _piece(6)], [], [], follow, room=7_800, frame=200, limit=8_000
+    )
+    text, citations = render(reading.passages)
+    assert len(citations) == 1
+    assert _piece(6).chunk_id in citations[0].more_chunks
+    assert _piece(5).text + "\n\n" + _piece(6).text in text
+    assert GAP_MARK not in text

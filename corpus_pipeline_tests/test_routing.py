@@ -97,3 +97,39 @@ def test_a_store_of_one_issuer_is_routed_by_period_alone():
     router = Router([s for s in STORE if s.entity == "apple"])
     assert router.route("Apple's quick ratio in Q1 2023").documents == ("aapl-q1-23",)
     assert not router.route("What does Apple say about risk?").certain
+
+
+def _annual(doc: str, fy: int, fq: int | None, form: str, label: str) -> Subject:
+    return Subject.of(
+        doc,
+        DocumentSubject(
+            entity="Johnson & Johnson",
+            tickers=["JNJ"],
+            form_type=form,
+            period_end=None,
+            fiscal_year=fy,
+            fiscal_quarter=fq,
+            period_labels=[label],
+        ),
+    )
+
+
+FILINGS = [
+    _annual("jnj-10k-22", 2022, None, "10-K", "2022"),
+    _annual("jnj-q4-22", 2022, 4, "earnings release", "2022q4"),
+    _annual("jnj-q2-23", 2023, 2, "earnings release", "2023q2"),
+]
+
+
+def test_a_fourth_quarters_report_answers_for_its_whole_year_beside_the_annual_report():
+    routing = Router(FILINGS).route("How did JnJ's US sales growth compare in FY2022?")
+    assert not routing.certain
+    assert set(routing.documents[:2]) == {"jnj-10k-22", "jnj-q4-22"}
+
+
+def test_what_a_year_was_expected_to_bring_reaches_the_year_before_it():
+    routing = Router(FILINGS).route(
+        "Is JnJ's adjusted EPS growth expected to accelerate in FY2023?"
+    )
+    assert not routing.certain
+    assert {"jnj-q4-22", "jnj-10k-22", "jnj-q2-23"} <= set(routing.documents)

@@ -98,7 +98,7 @@ _DATE = re.compile(
 _PERIOD_END = re.compile(
     r"\b(?:quarterly\s+period|fiscal\s+(?:year|quarter|period)|financial\s+year|"
     r"(?:half|half-|six-month\s+)?(?:year|period|quarter)|(?:three|six|nine|twelve)\s+months|"
-    r"(?:13|26|39|52|53)\s+weeks)\s+ended\s*:?\s*",
+    r"(?:12|13|16|24|26|36|39|40|52|53)\s+weeks)\s+ended\s*:?\s*",
     re.IGNORECASE,
 )
 # A year named alone: "fiscal 2022", "FY2022", "FY 22", "fiscal year 2023", "2021 annual report".

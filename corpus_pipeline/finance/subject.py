@@ -13,12 +13,15 @@ and file name. Documents that are none of these get an empty subject.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
 
 from corpus_pipeline.contracts import DocumentSubject, ParsedRow
 from corpus_pipeline.finance.periods import (
     MONTHS,
+    dates_in,
     fiscal_period,
     period_labels,
     stated_period_end,
@@ -44,11 +47,43 @@ LEGAL_FORMS = (
     r"Bancorp"
 )
 _COMPANY = re.compile(
-    rf"\b((?:[A-Z][\w&'’.,-]*\s+){{0,5}}?(?:[A-Z0-9][\w&'’.-]*,?\s+)(?:{LEGAL_FORMS}))"
-    rf"(?=$|[\s,;:)|])"
+    rf"\b((?:(?:[A-Z][\w&'’.,-]*|&)\s+){{0,5}}?(?:(?:[A-Z0-9][\w&'’.-]*,?|&)\s+)"
+    rf"(?:{LEGAL_FORMS}))(?=$|[\s,;:)|])"
 )
+# A statement's or a page's head: "THE COCA-COLA COMPANY AND SUBSIDIARIES".
+_GROUP_HEAD = re.compile(r"^(.{2,80}?),?\s+(?:and|&)\s+(?:its\s+)?subsidiaries$", re.I)
+# Cover text that is not a name: a line holding it holds more than the registrant.
+_COVER_WORDS = re.compile(
+    r"commission file|file number|period ended|transition period|fiscal year ended|"
+    r"\bI\.R\.S\.|\b\d{2}-\d{7}\b",
+    re.I,
+)
+# A press release's dateline names the issuer and its listing, then what it announces:
+# "– Johnson & Johnson (NYSE: JNJ) today announced results for fourth-quarter and full year 2022"
+_RELEASE = re.compile(
+    r"(?P<issuer>[^()]{2,120}?)\s*\((?:NYSE|NASDAQ|Nasdaq|NYSE American|NYSE Arca|TSX|LSE)"
+    r"\s*:\s*(?P<ticker>[A-Z][A-Z.]{0,5})\)\s*,?\s*(?:today\s+)?(?:announced|reported|"
+    r"posted|released)\s+(?:its\s+|their\s+)?(?:financial\s+|operating\s+)?results\s+for"
+    r"(?P<period>[^.]{0,240})"
+)
+_HEADLINE = re.compile(
+    r"\b(?:reports?|announces?|posts?|delivers?)\b(?P<period>[^.;]{0,80}?)\bresults\b", re.I
+)
+_QUARTER_NAMED = re.compile(
+    r"\b(?:(first|second|third|fourth)[\s-]+quarter|q([1-4]))\b|\b(full[\s-]+year|annual)\b",
+    re.I,
+)
+_QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+RELEASE_ROWS = 40  # a release's headline and dateline open it
 _TRADING_SYMBOL = re.compile(r"trading\s*\|?\s*symbols?(?:\(s\))?", re.I)
 _CHECK_MARK = re.compile(r"indicate by check mark", re.I)
+_REGISTERED = re.compile(r"registered pursuant to section 12\(b\)", re.I)
+# A symbol (with a preferred series, a note's year and letter, or a class) and its exchange.
+_LISTED = re.compile(
+    r"(?<![\w$.%/-])([A-Z]{1,5}(?:\s+PR\s+[A-Z]{1,2}|\s?\d{2}[A-Z]{0,2}[a-z]?|/\d{2}|\.[A-Z])?)"
+    r"[\s|]+(?:The\s+)?(?:New[\s|]+York[\s|]+Stock|NASDAQ|Nasdaq|NYSE|"
+    r"Chicago[\s|]+Stock[\s|]+Exchange)"
+)
 _TICKER = re.compile(r"(?<![\w$./-])([A-Z]{1,5}(?:\.[A-Z])?)(?![\w/-])")
 _NOT_TICKERS = frozenset(
     [
@@ -141,13 +176,22 @@ def registrant(cover: Sequence[str]) -> str | None:
         match = _REGISTRANT_CAPTION.search(text)
         if match:
             before = text[: match.start()].strip(" (")
-            return _plausible_name(before or (cover[i - 1] if i else ""))
+            return _registrant_name(before or (cover[i - 1] if i else ""))
     for i, text in enumerate(cover):
         match = _FILE_NUMBER.search(text)
         if match:
             rest = text[match.end() :].strip()
-            return _plausible_name(rest or (cover[i + 1] if i + 1 < len(cover) else ""))
+            return _registrant_name(rest or (cover[i + 1] if i + 1 < len(cover) else ""))
     return None
+
+
+def _registrant_name(text: str) -> str | None:
+    """The name in a cover line that should hold only it: where the line also carries the
+    file number, the period or other cover text (a cover laid out in columns, read across),
+    the company name with its legal form inside it, else nothing."""
+    if _COVER_WORDS.search(text):
+        return company_named([text])
+    return _plausible_name(text)
 
 
 def _plausible_name(text: str) -> str | None:
@@ -167,9 +211,29 @@ def company_named(texts: Sequence[str]) -> str | None:
     return None
 
 
+def group_named(texts: Sequence[str]) -> str | None:
+    """The company a "<name> and subsidiaries" head names (where the cover prints the name as
+    a logo, the statements and running heads still name the group)."""
+    for text in texts:
+        match = _GROUP_HEAD.match(text)
+        if match:
+            return _plausible_name(match.group(1))
+    return None
+
+
 def tickers(cover: Sequence[str]) -> list[str]:
-    """The trading symbols listed under a cover's "Trading Symbol(s)" head."""
+    """The trading symbols of a cover's table of registered securities: each the symbol right
+    before the exchange it trades on ("Common Stock … JNJ New York Stock Exchange", "JPM PR D",
+    "MMM26"), whatever the table's heads; else the words under a "Trading Symbol(s)" head."""
     joined = "\n".join(cover)
+    head = _REGISTERED.search(joined) or _TRADING_SYMBOL.search(joined)
+    if head is None:
+        return []
+    end = _CHECK_MARK.search(joined, head.end())
+    window = joined[head.end() : end.start() if end else head.end() + 2000]
+    listed = [m.group(1) for m in _LISTED.finditer(window) if m.group(1) not in _NOT_TICKERS]
+    if listed:
+        return list(dict.fromkeys(listed))
     head = _TRADING_SYMBOL.search(joined)
     if head is None:
         return []
@@ -196,14 +260,127 @@ def months_reported(texts: Sequence[str], end: date) -> int | None:
     """How far into the fiscal year a quarterly report reaches: the longest of its statements'
     "Three/Six/Nine Months Ended" column heads over the period's own end ("Nine Months Ended
     December 31" in a March quarter's lease schedule counts a remainder, not the report)."""
-    joined = "\n".join(texts)
     month = re.compile(rf"\b(?:{'|'.join(m for m, n in MONTHS.items() if n == end.month)})\b", re.I)
-    seen = [
-        _SPANS[match.group(1).lower().replace("-", " ")]
-        for match in _MONTHS_ENDED.finditer(joined)
-        if month.search(joined, match.end(), match.end() + WINDOW_CHARS)
-    ]
-    return max(seen) if seen else None
+    rows: dict[int, int] = {}  # span -> rows that head a column with it
+    for i, text in enumerate(texts):
+        ahead = text + "\n" + (texts[i + 1] if i + 1 < len(texts) else "")  # a head's next line
+        spans = {
+            _SPANS[match.group(1).lower().replace("-", " ")]
+            for match in _MONTHS_ENDED.finditer(text)
+            if month.search(ahead, match.end(), match.end() + WINDOW_CHARS)
+        }
+        for span in spans:
+            rows[span] = rows.get(span, 0) + 1
+    # A span that heads one row only may be a slip (an exhibit list's "three and nine months
+    # ended March 31"); the statements repeat theirs.
+    repeated = [span for span, count in rows.items() if count > 1]
+    return max(repeated or rows) if rows else None
+
+
+@dataclass(frozen=True)
+class Release:
+    """What an earnings release's dateline (and headline) say it reports."""
+
+    row: int  # the line of `head` the dateline starts on
+    issuer: str | None
+    ticker: str
+    fiscal_year: int | None
+    fiscal_quarter: int | None
+    period_end: date | None
+
+
+def earnings_release(head: Sequence[str]) -> Release | None:
+    """The release an opening (title, then the first rows) announces, or None. The fiscal year
+    and quarter are the ones the release names, as the company names them ("Fourth Quarter
+    Fiscal 2022" for a year ended January 2023), not computed from a date."""
+    starts: list[int] = []
+    parts: list[str] = []
+    length = 0
+    for text in head:
+        starts.append(length)
+        parts.append(text + ("" if text.endswith("-") else " "))  # "second-" / "quarter"
+        length += len(parts[-1])
+    joined = "".join(parts)
+    match = _RELEASE.search(joined)
+    if match is None:
+        return None
+    row = bisect_right(starts, match.start()) - 1
+    period = match.group("period")
+    headline = _HEADLINE.search(" ".join(head[: row + 1]))
+    said = [period, headline.group("period") if headline else ""]
+    quarter = next((q for q in map(_quarter_named, said) if q != 0), 0)
+    ended = re.search(r"\bended\b", period)
+    dates = dates_in(period[ended.end() :]) if ended else []
+    end = dates[0] if dates else stated_period_end(" ".join(head))
+    year = next((y for y in map(_year_named, said) if y is not None), None)
+    if year is None and end is not None:
+        year = fiscal_period(end, 3 * quarter if quarter else 12)[0]
+    return Release(
+        row=row,
+        issuer=_release_issuer(match.group("issuer")),
+        ticker=match.group("ticker"),
+        fiscal_year=year,
+        fiscal_quarter=quarter or None,
+        period_end=end,
+    )
+
+
+def _release_issuer(text: str) -> str | None:
+    """The issuer before a dateline's listing: the last piece after the place and date
+    ("PURCHASE, N.Y. - April 25, 2023 - PepsiCo, Inc.")."""
+    name = re.split(r"\s+[–—-]+\s+|--|\s[|•]\s", text)[-1]
+    return _plausible_name(name) if len(name.split()) <= 8 else None
+
+
+def _quarter_named(text: str) -> int:
+    """1–4 for the quarter a text names first; 0 for none (or a full year named before it)."""
+    match = _QUARTER_NAMED.search(text)
+    if match is None or match.group(3):
+        return 0
+    word, digit = match.group(1), match.group(2)
+    return _QUARTER_WORDS[word.lower()] if word else int(digit)
+
+
+def _year_named(text: str) -> int | None:
+    """The year a text names on its own, "fiscal 2022" before any other."""
+    fiscal = re.search(r"\bfiscal(?:\s+year)?\s+(20\d\d)\b", text, re.I)
+    if fiscal:
+        return int(fiscal.group(1))
+    years = years_named(text)
+    return years[0] if years else None
+
+
+def _quarter_end(texts: Sequence[str], quarter: int | None) -> date | None:
+    """The date under a release's column head for its quarter ("Second Quarter July 2, 2023",
+    "Fourth Quarter … Twelve Months Ended Jan 1, 2023"): the first head followed by a date."""
+    if not quarter:
+        return None
+    ordinal = next(word for word, n in _QUARTER_WORDS.items() if n == quarter)
+    joined = re.sub(r"\s*\|\s*", " ", "\n".join(texts))  # table cells, read across
+    for match in re.finditer(rf"\b{ordinal}[\s-]+quarter\b", joined, re.I):
+        dates = dates_in(joined[match.end() : match.end() + WINDOW_CHARS])
+        if dates:
+            return dates[0]
+    return None
+
+
+def _form_row(head: Sequence[str]) -> int | None:
+    return next((i for i, text in enumerate(head) if _SEC_FORM.search(text)), None)
+
+
+def _release_subject(
+    release: Release, texts: Sequence[str], named: Sequence[str], labels: list[str]
+) -> DocumentSubject:
+    quarter_end = release.period_end or _quarter_end(texts, release.fiscal_quarter)
+    return DocumentSubject(
+        entity=release.issuer or company_named(named),
+        tickers=[release.ticker],
+        form_type="earnings release",
+        period_end=quarter_end.isoformat() if quarter_end else None,
+        fiscal_year=release.fiscal_year,
+        fiscal_quarter=release.fiscal_quarter,
+        period_labels=labels,
+    )
 
 
 def document_subject(
@@ -215,11 +392,16 @@ def document_subject(
     """Issuer, tickers, form and period of a document (see the module docstring)."""
     texts = _texts(rows)
     cover = texts[:COVER_ROWS]
+    labels = period_labels(source_file_name, title, *running_text)
+    release = earnings_release([title, *cover[:RELEASE_ROWS]])
+    form_row = _form_row([title, *cover])
+    if release is not None and (form_row is None or release.row < form_row):
+        # A press release (one that cites a Form 10-Q further down is still a release).
+        return _release_subject(release, texts, [title, *running_text, *cover[:30]], labels)
     form = form_type(cover, title)
     entity = registrant(cover) if form else None
-    entity = entity or company_named([title, *running_text, *cover[:30]])
+    entity = entity or company_named([title, *running_text, *cover[:30]]) or group_named(cover)
     end: date | None = stated_period_end("\n".join(cover))
-    labels = period_labels(source_file_name, title, *running_text)
     fiscal_year: int | None = None
     fiscal_quarter: int | None = None
     if end is not None:

@@ -4,7 +4,9 @@ First the core: the whole question's hits in classic rank order (its top k, what
 search returns), then each part's best new hits (a comparison's sides, a multi-part question's
 parts, the statements a measure is computed from), so no part goes without evidence. The core
 shares the room evenly: a hit that does not fit its share is cut at a sentence or row boundary,
-so a small budget still reads the start of every hit it lists rather than one hit whole.
+so a small budget still reads the start of every hit it lists rather than one hit whole. A hit
+in the section of an earlier hit is read in that hit's passage (`results` then cites fewer
+passages than hits, each passage holding the hits of classic's order up to the next one).
 
 With room left, the evidence grows in this order: the question's hits past its top k and the
 parts' further hits (one in the section of a passage read joins that passage, after a gap
@@ -126,7 +128,7 @@ def read_evidence(
 ) -> Reading:
     """The passages for `room` tokens: the core, then whatever reads on, best first."""
     reading = Reading(room=room, frame=frame, limit=limit)
-    _read_core(reading, core)
+    _read_core(reading, core, follow)
     for move in _moves(reading, further, context, follow):
         if not move():
             break
@@ -140,9 +142,12 @@ def _fresh(reading: Reading, piece: Piece) -> Piece | None:
     return piece.without(reading.read)
 
 
-def _read_core(reading: Reading, core: Sequence[Piece]) -> None:
+def _read_core(reading: Reading, core: Sequence[Piece], follow: Follow) -> None:
     """As many core hits as fit with at least MIN_TEXT tokens each, then the room shared among
-    them evenly (water-filling: a hit under the share is read whole, the rest are cut)."""
+    them evenly (water-filling: a hit under the share is read whole, the rest are cut). A hit
+    in the section of a passage already open joins it (one citation for both, as for further
+    hits): on a short document many hits share a section, and their citations would otherwise
+    cost as much as their text."""
     chosen: list[tuple[Piece, int]] = []
     seen: set[str] = set()
     need = 0
@@ -166,12 +171,16 @@ def _read_core(reading: Reading, core: Sequence[Piece]) -> None:
         return
     share = _even_share([p.cost for p, _ in chosen], reading.room - sum(o for _, o in chosen))
     for piece, _ in chosen:
-        if piece.cost <= share:
-            reading.open(piece, core=True)
-            continue
-        reading.exhausted = True
-        cut = cut_text(piece.text, max(share, 1))
-        if cut is not None:
+        cut = None
+        if piece.cost > share:
+            reading.exhausted = True
+            cut = cut_text(piece.text, max(share, 1))
+            if cut is None:
+                continue
+        passage = _section_passage(reading, piece)
+        if passage is not None and (cut is None or piece.order > passage.last.order):
+            _attach(reading, passage, piece, follow, cut)
+        else:
             reading.open(piece, core=True, cut=cut)
 
 
@@ -287,17 +296,25 @@ def _join(reading: Reading, piece: Piece, follow: Follow) -> bool | None:
     passage = _section_passage(reading, piece)
     if passage is None:
         return None
-    back = piece.order < passage.pieces[0].order
     overhead = read_on_overhead(piece, first=len(passage.pieces) == 1)
     if overhead + GAP_COST + piece.cost > reading.left:
         return None
+    _attach(reading, passage, piece, follow)
+    return True
+
+
+def _attach(
+    reading: Reading, passage: Passage, piece: Piece, follow: Follow, cut: str | None = None
+) -> None:
+    """A hit read in the passage of its section: simply read on into when it is the chunk next
+    to it, else after a gap mark (`cut` only for a hit after the passage's last chunk)."""
+    back = piece.order < passage.pieces[0].order
     edge = passage.pieces[0] if back else passage.last
     nearby = follow(edge, set(), False, back)
     if nearby is not None and nearby.chunk_id == piece.chunk_id:
-        reading.extend(passage, piece, back)
+        reading.extend(passage, piece, back, cut)
     else:
-        reading.join(passage, piece)
-    return True
+        reading.join(passage, piece, cut)
 
 
 def interleave(lists: Sequence[Sequence[Piece]]) -> list[Piece]:

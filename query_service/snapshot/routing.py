@@ -17,7 +17,7 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -41,6 +41,12 @@ MIN_NAME_CHARS = 3  # a shorter remainder ("US" of "US Bancorp") needs its legal
 # period (1.5); its year, for a quarter's report (1). A score of 2 or more, held by one document
 # of an issuer, picks it.
 CERTAIN_PERIOD = 2.0
+# A question about what a year was expected to bring (guidance, an outlook).
+_FORWARD = re.compile(
+    r"\b(?:expect(?:s|ed|ation|ations)?|guidance|outlook|forecast(?:s|ed)?|projected|"
+    r"anticipat(?:e|es|ed|ion))\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -167,6 +173,11 @@ class Router:
     def route(self, question: str) -> Routing:
         """Which documents a question is about (see the module docstring)."""
         period = period_reference(question)
+        if period.years and _FORWARD.search(question):
+            # What was expected of a year was said in the year before it (guidance given with
+            # the last year's results): both years' documents may answer.
+            earlier = tuple(y - 1 for y in period.years if y - 1 not in period.years)
+            period = replace(period, years=period.years + earlier)
         entities = self.entities_named(question)
         if entities:
             groups = [self.by_entity[e] for e in entities]
@@ -242,7 +253,8 @@ def _period_score(subject: Subject, period: PeriodReference) -> float:
             best = max(best, 2.0)
         elif end is not None and quarter == calendar_quarter(end):
             best = max(best, 1.5)
-    annual = not subject.fiscal_quarter
+    # A fourth quarter's report closes its fiscal year and reports the whole year too.
+    annual = subject.fiscal_quarter in (None, 4)
     for year in period.years:
         if str(year) in subject.labels or year == subject.fiscal_year:
             best = max(best, 3.0 if annual else 1.0)
