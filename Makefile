@@ -94,6 +94,8 @@ fix: setup
 ## realworld_ingest ingests ../shared/realworld + ../shared/corpus through `corpus ingest`: ~30-60 min;
 ## realworld_quality ingests ../shared/realworld again (with the local dense model's vectors) and
 ## asks its 199 questions, lexical, dense and fused at each weight of the curve: ~45 min;
+## identity: the 53 filings of financebench_dev and the realworld 10-Qs ingested, each stored
+## subject checked against values read off the documents: ~4 min;
 ## filings_store: the 20 10-Qs ingested, then earlier quarters derived to a 40k-chunk filings
 ## archive, agentic and classic latency and the filing questions over HTTP: ~6 min;
 ## dense_latency: classic search at 100k chunks with and without the dense channel: ~5 min cached;
@@ -112,6 +114,7 @@ bench: setup
 	$(BIN)/python -m benchmarks.realworld_ingest
 	$(BIN)/python -m benchmarks.realworld_quality --dense
 	$(BIN)/python -m benchmarks.filings_store
+	$(BIN)/python -m benchmarks.identity
 	$(BIN)/python -m benchmarks.search_latency $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.dense_latency
 	$(BIN)/python -m benchmarks.pdf_quality

@@ -350,6 +350,29 @@ def filings_store(r: Result) -> Lines:
     ]
 
 
+def identity(r: Result) -> Lines:
+    d = r.data
+    fields = d.get("fields_right") or {}
+    n = d.get("documents")
+    rows = [
+        [form, num(g.get("documents")), *(num(g.get(f)) for f in fields)]
+        for form, g in (d.get("by_form") or {}).items()
+    ]
+    wrong = "; ".join(f"{w['file']}: {', '.join(w['fields'])}" for w in d.get("wrong") or [])
+    return [
+        "Every filing of `financebench_dev` and the 20 10-Qs of `realworld` through "
+        "`corpus ingest`; each stored subject checked against values read off the documents "
+        "(`corpus_pipeline_tests/data/identity/filings.jsonl`). Right per field, by form:",
+        "",
+        *table(["form", "documents", *fields], rows),
+        "",
+        f"All {n} documents: "
+        + ", ".join(f"{f} {num(v)}" for f, v in fields.items())
+        + f". Issuer, form, fiscal year and quarter: {num(d.get('core_right'))} of "
+        f"{num(d.get('core_checked'))} ({num(d.get('core_share'), 3)}). Wrong: {wrong or 'none'}.",
+    ]
+
+
 def pdf_quality(r: Result) -> Lines:
     q, speed, memory = r.data["quality"], r.data.get("speed", {}), r.data.get("memory", {})
     return [
@@ -673,6 +696,7 @@ SECTIONS: list[tuple[str, str, Single]] = [
     ("Search quality", "search_quality", search_quality),
     ("Agentic search quality", "agentic_quality", agentic_quality),
     ("Filings store", "filings_store", filings_store),
+    ("Document identity", "identity", identity),
     ("PDF parser beside pymupdf4llm", "pdf_quality", pdf_quality),
     ("Search latency at scale", "search_latency", search_latency),
     ("Search latency at scale (quick run)", "search_latency_quick", search_latency),
@@ -694,6 +718,7 @@ ORDER = [
     "agentic_quality",
     "realworld_quality",
     "filings_store",
+    "identity",
     "pdf_quality",
     "search_latency",
     "search_latency_quick",
