@@ -609,7 +609,8 @@ def _hostile_outcome(case: Any) -> str:
             for what in ("document", "namespace")
         )
     if "other_job_started_after_s" in case:
-        return f"other key's job started after {case['other_job_started_after_s']} s"
+        note = f" ({case['note']})" if case.get("note") else ""
+        return f"other key's job started after {case['other_job_started_after_s']} s{note}"
     status = case.get("status")
     if status == 0:
         return f"no answer within {num(case.get('seconds'), 0)} s"
