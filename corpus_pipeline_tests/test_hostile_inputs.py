@@ -34,6 +34,8 @@ from corpus_pipeline.parsing.html import parse_html
 from corpus_pipeline.parsing.markdown import MAX_NESTING as MD_NESTING
 from corpus_pipeline.parsing.markdown import parse_markdown
 from corpus_pipeline.parsing.pptx import parse_pptx
+from corpus_pipeline.parsing.rtf import parse_rtf
+from corpus_pipeline.parsing.rtf_reader import MAX_GROUP_DEPTH as RTF_DEPTH
 from corpus_pipeline.parsing.xlsx import parse_xlsx
 from corpus_pipeline.parsing.zipped import MAX_MEMBER_BYTES
 from corpus_pipeline.profiling.profile import profile_source
@@ -129,6 +131,23 @@ def test_markdown_nested_within_the_bound_keeps_every_item(tmp_path: Path):
     assert [r.text for r in ctx.rows if r.row_type is RowType.LIST_ITEM] == [
         f"item {i}" for i in range(20)
     ]
+
+
+def _nested_rtf(depth: int) -> str:
+    return "{\\rtf1\\ansi " + "{" * depth + "deep text" + "}" * depth + "\\par}"
+
+
+def test_rtf_groups_nested_past_the_bound_are_refused_not_cut(tmp_path: Path):
+    with pytest.raises(NestingTooDeepError) as refused:
+        _parse(tmp_path, "deep.rtf", _nested_rtf(100_000), FileFormat.RTF, parse_rtf)
+    assert str(refused.value) == (
+        f"corrupt rtf document: its groups nest more than {RTF_DEPTH} levels deep"
+    )
+
+
+def test_rtf_groups_nested_within_the_bound_keep_their_text(tmp_path: Path):
+    ctx = _parse(tmp_path, "nested.rtf", _nested_rtf(RTF_DEPTH - 1), FileFormat.RTF, parse_rtf)
+    assert [r.text for r in ctx.rows] == ["deep text"]
 
 
 def test_html_nested_past_the_parsers_bound_is_refused_not_emptied(tmp_path: Path):

@@ -21,6 +21,7 @@ from striprtf.striprtf import (  # type: ignore[import-untyped]
     specialchars,
 )
 
+from corpus_pipeline.common.errors import NestingTooDeepError
 from corpus_pipeline.parsing.dates import plausible
 
 _TOKEN = re.compile(
@@ -32,6 +33,9 @@ _INFO = frozenset({"title", "author", "subject", "creatim", "revtim"})
 _KEPT = frozenset({"footnote", "pict", "fonttbl", "stylesheet", "info", "shppict", *_INFO})
 _SKIP = (frozenset(destinations) | {"nonshppict", "listtext", "pntext", "pntxta", "pntxtb"}) - _KEPT
 _BREAKS = {"par", "sect", "page"}
+# Groups nest this deep at most (real documents: a few dozen levels): deeper is refused whole
+# rather than read with its innermost text dropped.
+MAX_GROUP_DEPTH = 1024
 _BLIPS = {"pngblip": "png", "jpegblip": "jpeg"}
 
 
@@ -300,6 +304,8 @@ class RtfReader:
     # -- groups and blocks -------------------------------------------------------------------
 
     def _open_group(self) -> None:
+        if len(self.stack) > MAX_GROUP_DEPTH:
+            raise NestingTooDeepError("rtf", "groups", MAX_GROUP_DEPTH)
         group = self.g
         sink = group.sink
         if group.dest == "stylesheet":  # one style definition per group
