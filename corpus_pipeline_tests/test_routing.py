@@ -133,3 +133,20 @@ def test_what_a_year_was_expected_to_bring_reaches_the_year_before_it():
     )
     assert not routing.certain
     assert {"jnj-q4-22", "jnj-10k-22", "jnj-q2-23"} <= set(routing.documents)
+
+
+def test_a_period_no_document_reports_on_relaxes_to_the_issuers_nearest_filings():
+    routing = Router(STORE).route("What was Apple's gross margin in Q1 2024?")
+    assert not routing.certain
+    assert routing.documents == ("aapl-q1-23", "aapl-q3-22")  # nearest first, never nothing
+
+
+def test_the_most_recent_quarter_is_the_issuers_latest_filing():
+    routing = Router(STORE).route("What was Apple's revenue in the most recent quarter?")
+    assert routing.certain and routing.documents == ("aapl-q1-23",)
+
+
+def test_a_comparison_of_two_years_reaches_the_filings_of_both():
+    routing = Router(FILINGS).route("Compare JnJ's revenue between FY2022 and FY2023")
+    assert not routing.certain
+    assert set(routing.documents) == {"jnj-10k-22", "jnj-q4-22", "jnj-q2-23"}

@@ -194,7 +194,13 @@ class Router:
             best = _decisive(ranked, period)
             if best is not None:
                 chosen.append(best.document_id)
-            documents.extend(s.document_id for score, s in ranked if score > 0 or not period)
+            matching = [s.document_id for score, s in ranked if score > 0 or not period]
+            if entities and (period.years or period.quarters) and not period.dates and not matching:
+                # A year or quarter none of the issuer's documents reports on: its documents
+                # nearest to it, as a prior (never nothing). A date names an event as often as
+                # a period (an 8-K's), which a report's period says nothing about.
+                matching = [s.document_id for s in _nearest(members, period)]
+            documents.extend(matching)
         if not documents:
             return Routing()
         if entities and len(chosen) == len(groups):
@@ -216,6 +222,25 @@ def _rank(members: Sequence[Subject], period: PeriodReference) -> list[tuple[flo
     return sorted(
         scored, key=lambda p: (-p[0], -(p[1].period_end or date.min).toordinal(), p[1].document_id)
     )
+
+
+def _nearest(members: Sequence[Subject], period: PeriodReference) -> list[Subject]:
+    """An issuer's documents by how far their period lies from the one asked about (in
+    days, to its end; a document that states no period last)."""
+    asked = [
+        *(date(int(q[:4]), int(q[5]) * 3, 28) for q in period.quarters),
+        *(date(y, 12, 31) for y in period.years),
+    ]
+
+    def distance(subject: Subject) -> int:
+        end = subject.period_end or (
+            date(subject.fiscal_year, 12, 31) if subject.fiscal_year else None
+        )
+        if end is None:
+            return 1 << 30
+        return min(abs((end - day).days) for day in asked)
+
+    return sorted(members, key=lambda s: (distance(s), s.document_id))
 
 
 def _decisive(ranked: list[tuple[float, Subject]], period: PeriodReference) -> Subject | None:
