@@ -464,3 +464,14 @@ def test_a_span_named_in_one_line_only_does_not_decide_the_quarter():
     slip = "the statements of income for the three and nine months ended June 25, 2022 and 2021"
     subject = document_subject(_rows([*cover, slip]), "2022_Q3_AAPL.pdf", "Apple Inc. Form 10-Q")
     assert subject.fiscal_quarter == 1  # three months, as every statement says
+
+
+@pytest.mark.parametrize(
+    ("title", "kind"),
+    [
+        ("3M Company and Subsidiaries Consolidated Balance Shee t At December 31", "balance_sheet"),
+        ("Years ended December 31 | Consolidated Statement of Cash Flow s", "cash_flow"),
+    ],
+)
+def test_a_statement_title_the_pdf_split_a_letter_off_is_still_known(title, kind):
+    assert statement_of_title(title) == StatementType(kind)

@@ -13,7 +13,9 @@ from corpus_pipeline.contracts import StatementType
 from corpus_pipeline.contracts.agentic import AgenticRequest
 from corpus_pipeline.contracts.search import SearchFilters, SearchRequest
 from query_service.retrieval.agentic import agentic_search
+from query_service.retrieval.channel_search import beside_discussion
 from query_service.retrieval.classic import classic_search
+from query_service.retrieval.fusion import Fused
 from query_service.retrieval.planner import RulePlanner
 from query_service.snapshot import store
 from query_service.snapshot.payloads import payload_for_chunk
@@ -200,3 +202,29 @@ def test_a_filter_on_a_field_an_older_revision_lacks_matches_nothing(revision):
     request = SearchRequest(query="net sales", filters=SearchFilters(entity=["ACME"]))
     assert classic_search(older, request).results == []
     assert classic_search(revision, request).results
+
+
+def test_a_judgement_on_a_measure_gets_the_statement_beside_the_discussion(revision):
+    question = (
+        "Does Acme have a reasonably healthy liquidity profile based on its quick ratio for Q2 "
+        "2023? If the quick ratio is not relevant to measure liquidity, please state that and "
+        "explain why."
+    )
+    top = search(revision, question, top_k=3)
+    assert any("Total current liabilities" in r.content for r in top)  # the figures
+    assert any("quick ratio" in r.content.lower() for r in top)  # the discussion of them
+
+
+def _fused(*keys: tuple[int, int]) -> list[Fused[tuple[int, int]]]:
+    return [Fused(key=k, score=1.0 / (i + 1)) for i, k in enumerate(keys)]
+
+
+def test_each_statements_best_chunk_moves_up_beside_the_two_best_passages():
+    fused = _fused((0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (0, 6))
+    moved = beside_discussion(fused, [(0, 6), (0, 5), (0, 9)], statements=2)
+    assert [f.key for f in moved] == [(0, 1), (0, 2), (0, 6), (0, 5), (0, 3), (0, 4)]
+
+
+def test_a_statement_chunk_already_ranked_high_stays_where_fusion_put_it():
+    fused = _fused((0, 1), (0, 2), (0, 3))
+    assert beside_discussion(fused, [(0, 1)], statements=1) == fused

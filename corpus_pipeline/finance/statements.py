@@ -100,14 +100,25 @@ def _normal(title: str) -> str:
     return " ".join(re.sub(r"[^a-z&' ]+", " ", text).split())
 
 
+# A word's last letter set apart by letter-spacing in the PDF ("Balance Shee t", "Cash Flow s").
+_SPLIT_TAIL = re.compile(r"\b([a-z]{2,}) ([a-z])\b")
+
+
 @lru_cache(maxsize=8192)
 def statement_of_title(title: str) -> StatementType | None:
     """The statement a title names, or None: the statement's name may follow qualifiers and an
     issuer's name ("NVIDIA CORPORATION AND SUBSIDIARIES CONDENSED CONSOLIDATED STATEMENTS OF
-    CASH FLOWS (In millions)"), never a preposition or a note's words."""
+    CASH FLOWS (In millions)"), never a preposition or a note's words. A title whose words the
+    PDF split ("Consolidated Balance Shee t") is read with them joined."""
     text = _normal(title)
     if not text or len(text.split()) > MAX_TITLE_WORDS:
         return None
+    found = _statement_named(text)
+    joined = _SPLIT_TAIL.sub(r"\1\2", text)
+    return found if found is not None or joined == text else _statement_named(joined)
+
+
+def _statement_named(text: str) -> StatementType | None:
     for kind, pattern in _TITLES:
         match = pattern.search(text)
         if match is None:

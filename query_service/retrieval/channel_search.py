@@ -106,6 +106,28 @@ def statement_hits(
     return out
 
 
+# Where the best chunk of each statement a question's measure is computed from ranks at worst
+# (0-based): beside the two passages that best match the question's words, not below them all.
+STATEMENT_SLOT = 2
+
+
+def beside_discussion(
+    fused: list[Fused[DocKey]], statement: list[DocKey], statements: int
+) -> list[Fused[DocKey]]:
+    """The fused list with the statement channel's leading chunks (one per statement: its
+    lists take turns) moved up to STATEMENT_SLOT and the slots after it when fusion ranked them
+    lower: a question judging a measure ("a healthy liquidity profile based on its quick
+    ratio") gets the statement that holds the figures in its top few, beside the discussion,
+    even where the statement shares few of the question's words."""
+    out = list(fused)
+    for n, key in enumerate(dict.fromkeys(statement[:statements])):
+        slot = STATEMENT_SLOT + n
+        index = next((i for i, f in enumerate(out) if f.key == key), None)
+        if index is not None and index > slot:
+            out.insert(slot, out.pop(index))
+    return out
+
+
 @dataclass(frozen=True)
 class ChannelPlan:
     """What the channels search for: the lexical queries, the dense channel's nearest chunks,

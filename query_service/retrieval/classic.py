@@ -31,6 +31,7 @@ from query_service.retrieval.channel_search import (
     ChannelPlan,
     DocKey,
     HitPayloads,
+    beside_discussion,
     fuse,
     search_channels,
 )
@@ -103,6 +104,11 @@ def _ranked(
         ranked = search_channels(revision.searcher, plan, depth)
         payloads.addresses = ranked.addresses
         fused = fuse(ranked, weights, question.rerank, payloads)
+        if question.expansion is not None and (question.routing or request.filters.document_ids):
+            # The statements searched within the question's filing(s), not the whole store.
+            fused = beside_discussion(
+                fused, ranked.lists.get("statement", []), len(question.expansion.statements)
+            )
         results = _cite(fused, payloads, request, question)
         if len(results) >= request.top_k or ranked.exhausted:
             return results
