@@ -175,6 +175,8 @@ def test_a_question_names_statements_loosely():
         ("AAPL FCF (operating cash flow minus capex)", [CF], "purchases of property"),
         ("debt-to-equity of Amazon?", [BS], "total liabilities"),
         ("What share of revenue went to R&D?", [IS], "research and development"),
+        ("Is 3M a capital-intensive business based on FY2022 data?", [CF, BS, IS], "total assets"),
+        ("What is the year end FY2018 net PPNE for 3M?", [BS], "property plant and equipment"),
     ],
 )
 def test_a_measure_is_expanded_into_its_statements_and_their_lines(question, statements, line):
