@@ -193,7 +193,13 @@ def ask_set(client: httpx.Client, qs: QuestionSet, scorers: tuple[Any, Any]) -> 
                 rows.append({"id": q["id"], "doc": q["doc"], "missing": True})
                 continue
             body["filters"] = {"document_ids": [ids[q["doc"]]]}
-        row: Row = {"id": q["id"], "doc": q["doc"], "half": half_of(q["doc"])}
+        row: Row = {
+            "id": q["id"],
+            "doc": q["doc"],
+            "half": half_of(q["doc"]),
+            "kind": q.get("kind"),
+            "doc_type": q.get("doc_type"),
+        }
         started = time.perf_counter()
         classic = client.post("/v1/search", json=body)
         classic.raise_for_status()
@@ -274,6 +280,11 @@ def summarize(asked: Row) -> Row:
     ):
         if kept:
             groups[group] = {s: summary(kept, s) for s in systems}
+    # By question kind and document type (classic and agentic at 8,000): where each stands.
+    for field, label in (("kind", "kind"), ("doc_type", "type")):
+        for value in sorted({r[field] for r in rows if r.get(field)}):
+            kept = [r for r in rows if r.get(field) == value]
+            groups[f"{label}: {value}"] = {s: summary(kept, s) for s in ("classic", "8000")}
     return groups
 
 

@@ -229,6 +229,13 @@ def agentic_quality(r: Result) -> Lines:
             for half in ("tuned", "held out")
             if half in summary
         )
+        kinds = "; ".join(
+            f"{group} ({num(get(summary, group, 'classic', 'n'))}): classic "
+            f"{num(get(summary, group, 'classic', 'hit@5'), 3)}, agentic 8000 "
+            f"{num(get(summary, group, '8000', 'hit@5'), 3)}"
+            for group in summary
+            if group.startswith(("kind: ", "type: "))
+        )
         lines += [
             "",
             f"**{name}** ({num(get(summary, 'all', 'classic', 'n'))} questions; {halves}):",
@@ -237,6 +244,7 @@ def agentic_quality(r: Result) -> Lines:
                 ["system", "hit@1 / @5 / @10", "recall", "empty", "evidence share", "ms p50"],
                 rows,
             ),
+            *(["", f"Page-hit@5 by question kind and document type: {kinds}."] if kinds else []),
         ]
     latency = r.data.get("latency")
     if isinstance(latency, dict):
