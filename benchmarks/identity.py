@@ -45,6 +45,9 @@ FOLDERS = (SHARED / "financebench_dev" / "docs", REALWORLD / "docs")
 Row = dict[str, Any]
 Check = Callable[[DocumentSubject, Row], bool]
 
+# Each field as routing and filters use it: an issuer as questions name it (legal forms, case
+# and punctuation aside); the primary symbol (the common stock's, listed first) where the
+# document prints any.
 CHECKS: dict[str, Check] = {
     "issuer": lambda s, t: entity_key(s.entity or "") == entity_key(t["issuer"]),
     "form": lambda s, t: (s.form_type or "").lower() == t["form"].lower(),
@@ -53,6 +56,7 @@ CHECKS: dict[str, Check] = {
     "period_end": lambda s, t: s.period_end == t["period_end"],
     "ticker": lambda s, t: not t["tickers"] or t["tickers"][0] in s.tickers,
 }
+# Issuer, form, fiscal year and quarter: what routing and filters rely on.
 CORE = ("issuer", "form", "fiscal_year", "fiscal_quarter")
 
 

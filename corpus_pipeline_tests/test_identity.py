@@ -11,41 +11,24 @@ and the statements' column heads: everything the subject is read from.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pymupdf
 import pytest
 
+from benchmarks.identity import CHECKS, CORE, TRUTH
 from corpus_pipeline.contracts import DocumentSubject
-from corpus_pipeline.finance.subject import document_subject, entity_key
+from corpus_pipeline.finance.subject import document_subject
 from corpus_pipeline.pipeline import stages
 from corpus_pipeline.structure.titles import document_title
 
 from .support import REALWORLD_DOCS, REPO_ROOT, needs_shared
 
 FINANCEBENCH_DOCS = REPO_ROOT.parent / "shared" / "financebench_dev" / "docs"
-TRUTH = Path(__file__).parent / "data" / "identity" / "filings.jsonl"
 FIRST_PAGES = 10
 
 pytestmark = [needs_shared(FINANCEBENCH_DOCS), needs_shared(REALWORLD_DOCS)]
-
-Truth = dict[str, Any]
-Check = Callable[[DocumentSubject, Truth], bool]
-
-CHECKS: dict[str, Check] = {
-    # As questions and filters name it: legal forms, case and punctuation aside.
-    "issuer": lambda s, t: entity_key(s.entity or "") == entity_key(t["issuer"]),
-    "form": lambda s, t: (s.form_type or "").lower() == t["form"].lower(),
-    "fiscal_year": lambda s, t: s.fiscal_year == t["fiscal_year"],
-    "fiscal_quarter": lambda s, t: s.fiscal_quarter == t["fiscal_quarter"],
-    "period_end": lambda s, t: s.period_end == t["period_end"],
-    # The primary symbol (the common stock's, listed first), where the document prints any.
-    "ticker": lambda s, t: not t["tickers"] or t["tickers"][0] in s.tickers,
-}
-# Issuer, form, fiscal year and quarter: what routing and filters rely on.
-CORE = ("issuer", "form", "fiscal_year", "fiscal_quarter")
 
 
 def _subject(path: Path, tmp: Path) -> DocumentSubject:
