@@ -5,9 +5,12 @@ specified in its charter)", or right after the commission file number where that
 missing), its trading symbols (the column under "Trading Symbol(s)"), the form ("FORM 10-Q")
 and the period ("For the quarterly period ended June 25, 2022"); its statements' column heads
 say how far into the fiscal year that period reaches ("Nine Months Ended": the third quarter).
-An annual report that is no SEC form names its company with a legal suffix ("Unilever PLC",
-"Siemens AG") on its cover, in its title or in its running headers, and its year in its title
-and file name. Documents that are none of these get an empty subject.
+An earnings release names its issuer, listing and period in its dateline ("– Johnson & Johnson
+(NYSE: JNJ) today announced results for fourth-quarter and full year 2022"): its fiscal year and
+quarter are the ones it names, as the company names them. An annual report that is no SEC form
+names its company with a legal suffix ("Unilever PLC", "Siemens AG") on its cover, in its title
+or in its running headers, and its year in its title and file name. Documents that are none of
+these get an empty subject.
 """
 
 from __future__ import annotations
@@ -227,20 +230,21 @@ def tickers(cover: Sequence[str]) -> list[str]:
     "MMM26"), whatever the table's heads; else the words under a "Trading Symbol(s)" head."""
     joined = "\n".join(cover)
     head = _REGISTERED.search(joined) or _TRADING_SYMBOL.search(joined)
-    if head is None:
-        return []
-    end = _CHECK_MARK.search(joined, head.end())
-    window = joined[head.end() : end.start() if end else head.end() + 2000]
+    window = _up_to_check_marks(joined, head, 2000)
     listed = [m.group(1) for m in _LISTED.finditer(window) if m.group(1) not in _NOT_TICKERS]
     if listed:
         return list(dict.fromkeys(listed))
-    head = _TRADING_SYMBOL.search(joined)
-    if head is None:
-        return []
-    end = _CHECK_MARK.search(joined, head.end())
-    window = joined[head.end() : end.start() if end else head.end() + 600]
+    window = _up_to_check_marks(joined, _TRADING_SYMBOL.search(joined), 600)
     found = [t for t in _TICKER.findall(window) if t not in _NOT_TICKERS]
     return list(dict.fromkeys(found))
+
+
+def _up_to_check_marks(joined: str, head: re.Match[str] | None, width: int) -> str:
+    """The cover text after `head` up to the check-box questions (or `width` characters)."""
+    if head is None:
+        return ""
+    end = _CHECK_MARK.search(joined, head.end())
+    return joined[head.end() : end.start() if end else head.end() + width]
 
 
 def form_type(cover: Sequence[str], title: str) -> str | None:

@@ -8,7 +8,11 @@ store's own documents carry (`DocumentSubject`), never a list of companies: exac
 similarity over the question's word n-grams. Where both issuer and period pick one document per
 issuer named, the routing is certain (search keeps to those documents); where only one of them
 speaks, the matching documents are a ranked prior (the document channel). A store whose
-documents all share one issuer is routed by period only: naming it decides nothing.
+documents all share one issuer is routed by period only: naming it decides nothing. A fourth
+quarter's report answers for its year beside the annual report; a question about what a year
+was expected to bring reaches the year before it too (where the guidance was given); a year or
+quarter none of an issuer's documents reports on relaxes to its nearest documents, never to
+nothing.
 """
 
 from __future__ import annotations
