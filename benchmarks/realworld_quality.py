@@ -36,7 +36,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -129,12 +129,31 @@ def breakdown(
 # -- the system, as an agent calls it -----------------------------------------------------------
 
 
+def stored_ids(client: httpx.Client) -> dict[str, str]:
+    """Document id by source file name: what `filters.document_ids` takes per document."""
+    listed = client.get("/v1/documents", params={"namespace": NAMESPACE, "limit": 500})
+    listed.raise_for_status()
+    return {d["source_file_name"]: d["document_id"] for d in listed.json()["items"]}
+
+
+def _within(q: Row, documents: Mapping[str, str] | None) -> Row:
+    """The filter of the single-document setting (a document the store lacks: none, so the
+    question is asked over an empty filter and misses)."""
+    if documents is None:
+        return {}
+    return {"filters": {"document_ids": [documents.get(q["doc"], "missing-document")]}}
+
+
 def classic(
-    client: httpx.Client, questions: Sequence[Row], weights: dict[str, float] | None = None
+    client: httpx.Client,
+    questions: Sequence[Row],
+    weights: dict[str, float] | None = None,
+    documents: Mapping[str, str] | None = None,
 ) -> tuple[list[Row], list[float]]:
     lines, took = [], []
     for q in questions:
         body: Row = {"query": q["question"], "top_k": TOP_K, "namespace": NAMESPACE}
+        body |= _within(q, documents)
         if weights is not None:
             body["weights"] = weights
         started = time.perf_counter()
@@ -144,11 +163,17 @@ def classic(
     return lines, took
 
 
-def agentic(client: httpx.Client, questions: Sequence[Row]) -> tuple[list[Row], list[float]]:
+def agentic(
+    client: httpx.Client, questions: Sequence[Row], documents: Mapping[str, str] | None = None
+) -> tuple[list[Row], list[float]]:
     lines, took = [], []
     for q in questions:
         request = AgenticRequest(
-            mode="agentic", query=q["question"], namespace=NAMESPACE, token_budget=AGENTIC_BUDGET
+            mode="agentic",
+            query=q["question"],
+            namespace=NAMESPACE,
+            token_budget=AGENTIC_BUDGET,
+            **_within(q, documents),
         )
         started = time.perf_counter()
         payload = post_search(client, request.model_dump(mode="json"))
@@ -161,22 +186,25 @@ def agentic(client: httpx.Client, questions: Sequence[Row]) -> tuple[list[Row], 
 # -- the naive floor ------------------------------------------------------------------------------
 
 
-def naive(docs: Path, questions: Sequence[Row], split: int) -> tuple[list[Row], list[Row]]:
+def naive(
+    docs: Path, questions: Sequence[Row], split: int
+) -> tuple[list[Row], list[Row], list[Row]]:
     """The product's floor (`corpus eval --baseline naive-bm25`) over the PDFs of `docs`: its
     results for `questions`, returned as those before `split` and after (the two question sets,
-    over one index built once)."""
+    over one index built once), and those before `split` asked each within its document."""
     floor = NaiveBaseline.build(d for d in folder_documents(docs) if d.name.endswith(".pdf"))
-    lines = [
-        {
+
+    def line(q: Row, within: str | None) -> Row:
+        return {
             "id": q["id"],
             "results": [
                 {"source_file_name": h.source_file_name, "pages": list(h.pages)}
-                for h in floor.search(q["question"], TOP_K)
+                for h in floor.search(q["question"], TOP_K, within)
             ],
         }
-        for q in questions
-    ]
-    return lines[:split], lines[split:]
+
+    lines = [line(q, None) for q in questions]
+    return lines[:split], lines[split:], [line(q, q["doc"]) for q in questions[:split]]
 
 
 # -- heading statistics ------------------------------------------------------------------------
@@ -296,8 +324,11 @@ def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
         if dense:
             embedding = embedding_of(ingested)
     log("naive BM25 floor …")
-    floor, finance_floor = naive(docs, [*questions, *finance], split=len(questions))
+    floor, finance_floor, floor_per_document = naive(
+        docs, [*questions, *finance], split=len(questions)
+    )
     systems: dict[str, list[Row]] = {"naive BM25": floor}
+    per_document: dict[str, list[Row]] = {"naive BM25": floor_per_document}
     finance_systems: dict[str, list[Row]] = {"naive BM25": finance_floor}
     latency: dict[str, Row] = {}
     channels: dict[str, dict[str, Row]] = {}
@@ -318,6 +349,10 @@ def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
             "p50_ms": nearest_rank(took, 0.5, 1),
             "p95_ms": nearest_rank(took, 0.95, 1),
         }
+        log("per document …")
+        documents = stored_ids(client)
+        per_document["classic"] = classic(client, questions, documents=documents)[0]
+        per_document["agentic 8k"] = agentic(client, questions, documents)[0]
         for name, weights in CHANNEL_STUDY.items():
             lines = (
                 systems["classic"] if weights is None else classic(client, questions, weights)[0]
@@ -340,6 +375,11 @@ def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
         name: score_pages(root, lines, work, name.replace(" ", "_"))
         for name, lines in systems.items()
     }
+    # The single-document setting: each question asked within its gold document.
+    scores_per_document = {
+        name: score_pages(root, lines, work, "per-document-" + name.replace(" ", "_"))
+        for name, lines in per_document.items()
+    }
     finance_scores = {
         name: score_pages(root, lines, work, "finance-" + name.replace(" ", "_"), "finance")
         for name, lines in finance_systems.items()
@@ -360,6 +400,7 @@ def run(home: Path, reuse: bool, root: Path, dense: bool = False) -> Row:
         "ingest_seconds": ingest_seconds,
         "failed_documents": failed,
         "scores": scores,
+        "scores_per_document": scores_per_document,
         "groups": groups,
         "finance_questions": len(finance),
         "finance_scores": finance_scores,
@@ -398,6 +439,8 @@ def main(argv: list[str] | None = None) -> None:
         os.environ["CORPUS_DENSE"] = "local"
     result = run(home, args.reuse, args.root, args.dense)
     print("\n".join(table(result["scores"], result["groups"])))
+    print("\nper document (filters.document_ids of each question's document):")
+    print("\n".join(table(result["scores_per_document"], result["groups"])))
     print("\nfinancial-metric questions:")
     finance_groups = sorted(
         {g for s in result["finance_scores"].values() for g in s if "type:" not in g},

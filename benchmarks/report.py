@@ -290,6 +290,27 @@ def realworld_quality(r: Result, others: Sequence[Result]) -> Lines:
             ),
         ),
     ]
+    single = r.data.get("scores_per_document")
+    if isinstance(single, dict) and single:
+        alone = [s for s in ("naive BM25", "classic", "agentic 8k") if s in single]
+        lines += [
+            "",
+            "Per document (each question asked with `filters.document_ids` of its document; the "
+            "floor searches that document's windows):",
+            "",
+            *table(
+                ["group", "n", *alone],
+                (
+                    [
+                        g,
+                        num(get(single, alone[0], g, "n")),
+                        *(hits(get(single, s, g)) for s in alone),
+                    ]
+                    for g in groups
+                    if get(single, alone[0], g) is not None
+                ),
+            ),
+        ]
     finance = r.data.get("finance_scores")
     if isinstance(finance, dict):
         lines += [
@@ -316,16 +337,28 @@ def realworld_quality(r: Result, others: Sequence[Result]) -> Lines:
     if others:
         lines += [
             "",
-            "Earlier recorded runs of this benchmark:",
+            "Other recorded runs of this benchmark:",
             "",
             *table(
-                ["file", "date", "ingest", "classic page-hit@1 / @5 / @10 (all)"],
+                [
+                    "file",
+                    "date",
+                    "ingest",
+                    "classic page-hit@1 / @5 / @10 (all)",
+                    "per document: classic / agentic 8k / floor @5",
+                ],
                 (
                     [
                         f"`{o.name}`",
                         o.date,
                         str(o.data.get("ingested")),
                         hits(get(o.data, "scores", "classic", "all")),
+                        " / ".join(
+                            num(get(o.data, "scores_per_document", s, "all", "hit@5"), 3)
+                            for s in ("classic", "agentic 8k", "naive BM25")
+                        )
+                        if o.data.get("scores_per_document")
+                        else "-",
                     ]
                     for o in others
                 ),

@@ -24,7 +24,12 @@ from corpus_pipeline.cli.main import main
 from corpus_pipeline.contracts.agentic import AgenticResponse
 from corpus_pipeline.contracts.evaluation import EvalQuestion, EvalRun, SystemResult
 from corpus_pipeline.contracts.search import SearchResponse
-from corpus_pipeline.evaluation.baseline import NaiveBaseline, NaiveBM25, folder_documents
+from corpus_pipeline.evaluation.baseline import (
+    NaiveBaseline,
+    NaiveBM25,
+    SourceDocument,
+    folder_documents,
+)
 from corpus_pipeline.evaluation.questions import QuestionFileError, load_questions
 from corpus_pipeline.evaluation.relevance import Hit, is_relevant
 from corpus_pipeline.evaluation.runner import (
@@ -303,6 +308,21 @@ def test_the_floor_breaks_ties_by_window_order() -> None:
     same = "tufted ducks dive for mussels"
     index = NaiveBM25([("b.md", same, []), ("a.md", "nothing here", []), ("c.md", same, [])])
     assert index.search("tufted ducks", 10) == [0, 2]
+
+
+def test_the_floor_asked_within_a_document_keeps_to_its_windows() -> None:
+    docs = [
+        SourceDocument(name, name, lambda text=text: text.encode())
+        for name, text in (
+            ("herons.md", "Grey herons wait at the weir for fish. " * 3),
+            ("ducks.md", "Tufted ducks dive for mussels; herons watch them. " * 3),
+        )
+    ]
+    floor = NaiveBaseline.build(docs)
+    assert floor.search("herons", 10)[0].source_file_name == "herons.md"
+    within = floor.search("herons", 10, within="ducks.md")
+    assert within and {h.source_file_name for h in within} == {"ducks.md"}
+    assert floor.search("herons", 10, within="ducks") == within  # by its stem too
 
 
 # -- the sets' own scorers agree ---------------------------------------------------------------------

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import NamedTuple
 
 import bm25s  # type: ignore[import-untyped]
@@ -96,6 +96,12 @@ class NaiveBM25:
         return [int(i) for i in order if scores[i] > 0]
 
 
+def _names(name: str) -> tuple[str, str]:
+    """How a question may name a document: its base file name and its stem, case aside."""
+    base = PurePath(name).name.casefold()
+    return base, PurePath(base).stem
+
+
 @dataclass(frozen=True)
 class SourceDocument:
     """A document the floor reads: its name as the questions cite it, its id, its bytes."""
@@ -154,10 +160,21 @@ class NaiveBaseline:
     def documents(self) -> int:
         return len({d.name for d, _, _ in self.windows})
 
-    def search(self, query: str, k: int = 10) -> list[Hit]:
-        """The top `k` windows as results (chunk id: the window's number in its document)."""
+    def search(self, query: str, k: int = 10, within: str | None = None) -> list[Hit]:
+        """The top `k` windows as results (chunk id: the window's number in its document);
+        `within` a document (its file name or stem, case aside), the top `k` of its windows:
+        the floor in the single-document setting."""
+        if within is None:
+            found = self.index.search(query, k)
+        else:
+            wanted = PurePath(within).name.casefold()
+            found = [
+                i
+                for i in self.index.search(query, len(self.windows))
+                if wanted in _names(self.windows[i][0].name)
+            ][:k]
         hits = []
-        for i in self.index.search(query, k):
+        for i in found:
             document, number, window = self.windows[i]
             hits.append(
                 Hit(

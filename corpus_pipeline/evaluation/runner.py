@@ -330,12 +330,19 @@ def _document_of(question: EvalQuestion, gold: dict[str, str]) -> str | None:
 
 
 def ask_baseline(
-    baseline: NaiveBaseline, questions: Sequence[EvalQuestion], top_k: int
+    baseline: NaiveBaseline,
+    questions: Sequence[EvalQuestion],
+    top_k: int,
+    per_document: bool = False,
 ) -> list[QuestionResult]:
-    """Each question through the naive floor, judged. Its latency is left out: an in-memory
-    index inside this process says nothing next to a service, and without it the floor's
-    figures are the same on every run."""
-    return [judge(q, baseline.search(q.question, top_k), top_k) for q in questions]
+    """Each question through the naive floor, judged (`per_document`: within its gold
+    document, as the service was asked). Its latency is left out: an in-memory index inside
+    this process says nothing next to a service, and without it the floor's figures are the
+    same on every run."""
+    return [
+        judge(q, baseline.search(q.question, top_k, q.doc if per_document else None), top_k)
+        for q in questions
+    ]
 
 
 def system_result(system: SystemName, results: Sequence[QuestionResult]) -> SystemResult:
@@ -363,7 +370,7 @@ def evaluate(
     answered, revisions = ask_service(path, questions.questions, run, progress)
     systems: dict[str, SystemResult] = {run.mode: system_result(run.mode, answered)}
     if baseline is not None:
-        floor = ask_baseline(baseline, questions.questions, run.top_k)
+        floor = ask_baseline(baseline, questions.questions, run.top_k, run.per_document)
         systems["naive-bm25"] = system_result("naive-bm25", floor)
     result = EvalRun(
         questions_file=questions.path.name,
