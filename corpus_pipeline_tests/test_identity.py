@@ -26,7 +26,7 @@ from corpus_pipeline.structure.titles import document_title
 from .support import REALWORLD_DOCS, REPO_ROOT, needs_shared
 
 FINANCEBENCH_DOCS = REPO_ROOT.parent / "shared" / "financebench_dev" / "docs"
-FIRST_PAGES = 10
+FIRST_PAGES = 6
 
 pytestmark = [needs_shared(FINANCEBENCH_DOCS), needs_shared(REALWORLD_DOCS)]
 
