@@ -14,6 +14,7 @@ import math
 import re
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -312,7 +313,7 @@ def test_the_floor_breaks_ties_by_window_order() -> None:
 
 def test_the_floor_asked_within_a_document_keeps_to_its_windows() -> None:
     docs = [
-        SourceDocument(name, name, lambda text=text: text.encode())
+        SourceDocument(name, name, partial(str.encode, text))
         for name, text in (
             ("herons.md", "Grey herons wait at the weir for fish. " * 3),
             ("ducks.md", "Tufted ducks dive for mussels; herons watch them. " * 3),
