@@ -14,6 +14,8 @@ import tantivy
 from corpus_pipeline.contracts import ChunkType
 from corpus_pipeline.index import channels as ch
 
+TINY_WORDS = 12
+
 
 def _path_words(occ: dict[str, Any]) -> list[str]:
     """Where a chunk sits, as the path channel reads it: file name, the document's title
@@ -58,7 +60,12 @@ def index_document(payload: dict[str, Any]) -> tantivy.Document:
     lead_in = extra if payload["chunk_type"] != ChunkType.TEXT.value else ""
     # The documents' running headers are page text, so both text channels read them.
     context = _document_context(occurrences)
-    doc.add_text(ch.F_CONTENT, ch.with_variants("\n".join((content, extra, context))))
+    # A text chunk too short to answer anything (a lone label, "Yes.", a heading and a table
+    # marker) does not win the content channel on its document's title words: there its
+    # handful of words would weigh the title as much as a whole passage's.
+    tiny = payload["chunk_type"] == ChunkType.TEXT.value and len(content.split()) < TINY_WORDS
+    own = "\n".join((content, extra)) if tiny else "\n".join((content, extra, context))
+    doc.add_text(ch.F_CONTENT, ch.with_variants(own))
     doc.add_text(ch.F_PATH, paths)
     doc.add_text(ch.F_TERM, ch.with_variants("\n".join((content, lead_in, paths, context))))
     doc.add_bytes(ch.F_STORED, ch.encode_stored(payload))
