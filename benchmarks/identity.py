@@ -4,7 +4,7 @@ the primary trading symbol of every filing, against values read off the document
 The 33 filings of `../shared/financebench_dev` (10-Ks, 10-Qs, 8-Ks, earnings releases) and the
 20 10-Qs of `../shared/realworld` go whole through `corpus ingest` into one fresh home (or
 `--home` reuses one that holds them); each stored manifest's `subject` is checked field by field
-against `corpus_pipeline_tests/data/identity/filings.jsonl` (the test checks the same fields on
+against `benchmarks/data/identity/filings.jsonl` (the test checks the same fields on
 each document's first pages; this checks what the store holds, every page read).
 
 Writes benchmarks/results/identity.json. Run: `python -m benchmarks.identity [--home DIR]`.
@@ -34,13 +34,7 @@ from benchmarks.harness import (
 from corpus_pipeline.contracts import DocumentSubject
 from corpus_pipeline.finance.subject import entity_key
 
-TRUTH = (
-    Path(__file__).resolve().parent.parent
-    / "corpus_pipeline_tests"
-    / "data"
-    / "identity"
-    / "filings.jsonl"
-)
+TRUTH = Path(__file__).resolve().parent / "data" / "identity" / "filings.jsonl"
 FOLDERS = (SHARED / "financebench_dev" / "docs", REALWORLD / "docs")
 Row = dict[str, Any]
 Check = Callable[[DocumentSubject, Row], bool]

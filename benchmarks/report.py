@@ -403,7 +403,7 @@ def identity(r: Result) -> Lines:
     return [
         "Every filing of `financebench_dev` and the 20 10-Qs of `realworld` through "
         "`corpus ingest`; each stored subject checked against values read off the documents "
-        "(`corpus_pipeline_tests/data/identity/filings.jsonl`). Right per field, by form:",
+        "(`benchmarks/data/identity/filings.jsonl`). Right per field, by form:",
         "",
         *table(["form", "documents", *fields], rows),
         "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from corpus_pipeline.index import channels as ch
-from corpus_pipeline.index.documents import TINY_WORDS, index_document
+from corpus_pipeline.index.documents import index_document
 
 TITLE = "Annual Performance Report of the Harbour Authority"
 
@@ -36,7 +36,6 @@ def _field(content: str, field: str) -> str:
 
 def test_a_passage_is_searched_with_its_documents_title_and_running_heads():
     passage = "Vessel arrivals rose by a fifth as the new berth opened in the spring. " * 2
-    assert len(passage.split()) >= TINY_WORDS
     assert "Harbour Authority" in _field(passage, ch.F_CONTENT)
 
 
